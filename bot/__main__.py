@@ -1,0 +1,79 @@
+"""Command line: `python -m bot` runs the bot; sub-commands for operators."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from bot import __version__
+from bot.config import ConfigError, Settings, configure_logging, load_settings
+
+log = logging.getLogger("bot")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bot",
+        description="arXiv alerts for Telegram. Settings come from the environment and .env "
+        "(see .env.example).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("run", help="run the bot with long polling (the default)")
+    poll = commands.add_parser(
+        "poll-once", help="fetch arXiv once and print what would be sent, per chat"
+    )
+    poll.add_argument("--dry-run", action="store_true",
+                      help="send nothing and store nothing as sent (the operator's check)")
+    backup = commands.add_parser(
+        "backup", help="write a consistent copy of the database (safe while the bot runs)"
+    )
+    backup.add_argument("path", type=Path, help="where to write the copy")
+    return parser
+
+
+def _run(settings: Settings) -> int:
+    from bot.app import build_application
+
+    application = build_application(settings)
+    log.info("starting arxiv-alert-bot %s", __version__)
+    application.run_polling(allowed_updates=["message", "callback_query", "my_chat_member"])
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line, load settings and run the chosen command."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings)
+    if args.command in (None, "run"):
+        return _run(settings)
+    if args.command == "poll-once":
+        from bot.pipeline import poll_once_cli
+
+        return asyncio.run(poll_once_cli(settings, dry_run=args.dry_run))
+    if args.command == "backup":
+        from bot.storage.db import Database
+
+        async def _backup() -> int:
+            db = await Database.open(settings.database_path)
+            try:
+                await db.backup(args.path)
+            finally:
+                await db.close()
+            print(f"backup written to {args.path}")
+            return 0
+
+        return asyncio.run(_backup())
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""Settings from the environment and `.env`; a bad value stops start-up with one clear line."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from dotenv import dotenv_values
+
+_TOKEN_RE = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
+_CATEGORY_RE = re.compile(r"^[a-z][a-z\-]*(\.[A-Za-z\-]+)?$")
+
+
+class ConfigError(Exception):
+    """A missing or malformed setting; its message is the one line shown to the operator."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the bot reads from its environment."""
+
+    telegram_bot_token: str = field(repr=False)
+    telegram_api_url: str = "https://api.telegram.org"
+    arxiv_rss_url: str = "https://rss.arxiv.org/rss"
+    arxiv_api_url: str = "https://export.arxiv.org/api/query"
+    arxiv_archives: tuple[str, ...] = ("cs",)
+    database_path: Path = Path("data/bot.sqlite3")
+    poll_interval_seconds: int = 900
+    admin_chat_ids: frozenset[int] = frozenset()
+    log_level: str = "INFO"
+    contact: str = ""
+    arxiv_min_interval_seconds: float = 3.0
+
+    def __repr__(self) -> str:
+        return (
+            f"Settings(telegram_bot_token='***', telegram_api_url={self.telegram_api_url!r}, "
+            f"arxiv_rss_url={self.arxiv_rss_url!r}, arxiv_api_url={self.arxiv_api_url!r}, "
+            f"arxiv_archives={self.arxiv_archives!r}, database_path={str(self.database_path)!r}, "
+            f"poll_interval_seconds={self.poll_interval_seconds}, "
+            f"admin_chat_ids={sorted(self.admin_chat_ids)!r}, log_level={self.log_level!r})"
+        )
+
+
+def _url(name: str, value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"{name} must be an http(s) URL, got {value!r}")
+    return value.rstrip("/")
+
+
+def _int(name: str, value: str, minimum: int, maximum: int) -> int:
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {value!r}") from None
+    if not minimum <= number <= maximum:
+        raise ConfigError(f"{name} must be between {minimum} and {maximum}, got {number}")
+    return number
+
+
+def _float(name: str, value: str, minimum: float) -> float:
+    try:
+        number = float(value.strip())
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {value!r}") from None
+    if not number >= minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value!r}")
+    return number
+
+
+def _chat_ids(name: str, value: str) -> frozenset[int]:
+    ids = set()
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            ids.add(int(item))
+        except ValueError:
+            raise ConfigError(f"{name} must be comma-separated chat ids, got {item!r}") from None
+    return frozenset(ids)
+
+
+def _archives(name: str, value: str) -> tuple[str, ...]:
+    items = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    for item in items:
+        if not _CATEGORY_RE.match(item):
+            raise ConfigError(f"{name} must list arXiv archives or categories, got {item!r}")
+    return items
+
+
+def _database_path(name: str, value: str) -> Path:
+    path = Path(value).expanduser()
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        message = f"{name}: cannot create folder {str(folder)!r} ({exc.strerror})"
+        raise ConfigError(message) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{name}: folder {str(folder)!r} is not writable")
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        raise ConfigError(f"{name}: {str(path)!r} is not readable and writable")
+    return path
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, env_file: Path | None = Path(".env")
+) -> Settings:
+    """Read settings from `environ` (default: the process environment) over the `.env` file."""
+    values: dict[str, str] = {}
+    if env_file is not None and env_file.is_file():
+        values.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
+    values.update(os.environ if environ is None else environ)
+
+    def get(name: str, default: str | None = None) -> str | None:
+        raw = values.get(name)
+        if raw is None or raw.strip() == "":
+            return default
+        return raw.strip()
+
+    token = get("TELEGRAM_BOT_TOKEN")
+    if token is None:
+        raise ConfigError("TELEGRAM_BOT_TOKEN is not set (see .env.example)")
+    if not _TOKEN_RE.match(token):
+        raise ConfigError("TELEGRAM_BOT_TOKEN does not look like a bot token (digits:letters)")
+
+    log_level = (get("LOG_LEVEL", "INFO") or "INFO").upper()
+    if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise ConfigError(
+            f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {log_level!r}"
+        )
+
+    return Settings(
+        telegram_bot_token=token,
+        telegram_api_url=_url(
+            "TELEGRAM_API_URL", get("TELEGRAM_API_URL", Settings.telegram_api_url)
+        ),
+        arxiv_rss_url=_url("ARXIV_RSS_URL", get("ARXIV_RSS_URL", Settings.arxiv_rss_url)),
+        arxiv_api_url=_url("ARXIV_API_URL", get("ARXIV_API_URL", Settings.arxiv_api_url)),
+        arxiv_archives=_archives("ARXIV_ARCHIVES", get("ARXIV_ARCHIVES", "cs")),
+        database_path=_database_path("DATABASE_PATH", get("DATABASE_PATH", "data/bot.sqlite3")),
+        poll_interval_seconds=_int(
+            "POLL_INTERVAL_SECONDS", get("POLL_INTERVAL_SECONDS", "900"), 1, 7 * 24 * 3600
+        ),
+        admin_chat_ids=_chat_ids("ADMIN_CHAT_IDS", get("ADMIN_CHAT_IDS", "")),
+        log_level=log_level,
+        contact=get("CONTACT", "") or "",
+        arxiv_min_interval_seconds=_float(
+            "ARXIV_MIN_INTERVAL_SECONDS", get("ARXIV_MIN_INTERVAL_SECONDS", "3"), 0.0
+        ),
+    )
+
+
+class RedactingFilter(logging.Filter):
+    """Replaces secrets in every record that passes a handler, whatever library logged it."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self._secrets = [s for s in secrets if s]
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = self._redact(message)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self._redact(record.exc_text)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+def configure_logging(settings: Settings) -> None:
+    """Log to stderr at the configured level with the token filtered out of every line."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # The token is also the secret part of the URL path, so redact it in both forms.
+    secret_part = settings.telegram_bot_token.split(":", 1)[-1]
+    handler.addFilter(RedactingFilter([settings.telegram_bot_token, secret_part]))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.log_level)
+    # httpx logs each request URL (token included) at INFO; keep it quiet unless debugging.
+    if settings.log_level != "DEBUG":
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+        logging.getLogger("apscheduler").setLevel(logging.WARNING)

@@ -1,0 +1,59 @@
+"""Typed handler context: services reached as properties instead of casts of `bot_data`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from telegram.ext import Application, CallbackContext, ExtBot
+
+from bot.clock import Clock
+from bot.config import Settings
+from bot.storage import Storage
+
+if TYPE_CHECKING:
+    from bot.storage.chats import Chat
+
+
+@dataclass
+class Services:
+    """What handlers and jobs need; built once in `app.py`."""
+
+    settings: Settings
+    storage: Storage
+    clock: Clock
+    started_at: float
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
+    """The context every handler receives."""
+
+    def __init__(self, application: Application, chat_id: int | None = None,
+                 user_id: int | None = None) -> None:
+        super().__init__(application=application, chat_id=chat_id, user_id=user_id)
+
+    @property
+    def services(self) -> Services:
+        return self.application.bot_data["services"]
+
+    @property
+    def store(self) -> Storage:
+        return self.services.storage
+
+    @property
+    def settings(self) -> Settings:
+        return self.services.settings
+
+    def now(self) -> float:
+        return self.services.clock.now()
+
+    @property
+    def chat_record(self) -> Chat | None:
+        """The chat's row as recorded at the start of this update."""
+        return self.chat_data.get("record") if self.chat_data is not None else None
+
+    @property
+    def lang(self) -> str:
+        record = self.chat_record
+        return record.language if record is not None else "en"

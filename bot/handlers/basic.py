@@ -1,0 +1,90 @@
+"""/start, /help, unknown commands and the error handler."""
+
+from __future__ import annotations
+
+import logging
+
+from telegram import Update
+
+from bot.context import BotContext
+from bot.handlers.common import reply
+from bot.i18n import _, t
+
+log = logging.getLogger(__name__)
+
+START_TEXT = _(
+    "👋 <b>arXiv alerts, right here in the chat.</b>\n"
+    "Tell me what you follow — categories, authors, keywords or a boolean query — and I "
+    "check arXiv on a schedule and send every new paper and every new version that matches.\n"
+    "Tap <b>Save</b> on a paper to keep it in your library; saved papers are watched for "
+    "revisions and export to BibTeX.\n\n"
+    "Try:\n"
+    "<code>/follow cs.LG</code>\n"
+    "<code>/follow au:\"Eiko Yoneki\"</code>\n"
+    "<code>/follow cat:cs.CL \"large language model\" -survey</code>\n\n"
+    "/help explains the query language and every command."
+)
+
+HELP_TEXT = _(
+    "<b>Following papers</b>\n"
+    "/follow &lt;query&gt; — add a subscription\n"
+    "/unfollow &lt;number&gt; or /unfollow all — remove subscriptions\n"
+    "/list — your subscriptions, each with a remove button\n\n"
+    "<b>The query language</b>\n"
+    "<code>cat:cs.LG</code> or <code>cs.LG</code> — a category (primary or cross-list)\n"
+    "<code>cat:cs</code> or <code>cat:cs.*</code> — any category of an archive\n"
+    "<code>au:Yoneki</code>, <code>au:\"E. Yoneki\"</code> — an author (a surname alone "
+    "matches any given name; an initial matches a full name)\n"
+    "<code>ti:word</code>, <code>ti:\"a phrase\"</code> — in the title\n"
+    "<code>abs:word</code>, <code>abs:\"a phrase\"</code> — in the abstract\n"
+    "<code>word</code>, <code>\"a phrase\"</code> — in the title or abstract\n"
+    "<code>quantiz*</code> — any word starting with quantiz\n"
+    "Terms side by side must all match; combine with <code>OR</code>, <code>AND</code>, "
+    "<code>NOT</code> (or a leading <code>-</code>) and parentheses. Matching ignores case, "
+    "accents and punctuation.\n"
+    "Examples:\n"
+    "<code>/follow cs.CL (\"retrieval augmented\" OR RAG) -survey</code>\n"
+    "<code>/follow au:Hinton OR au:\"Y. LeCun\"</code>\n"
+    "<code>/follow cat:quant-ph ti:error-correct*</code>\n\n"
+    "<b>Your library</b>\n"
+    "/saved — saved papers, newest first\n"
+    "/export — the library as a BibTeX file\n"
+    "/paper &lt;id or arXiv link&gt; — one paper's card\n\n"
+    "<b>Delivery</b>\n"
+    "/pause and /resume — stop and restart alerts (nothing is lost)\n"
+    "/digest HH:MM — one daily digest at that time; /digest off — instant alerts\n"
+    "/tz &lt;zone&gt; — your time zone, e.g. <code>/tz Asia/Shanghai</code>\n"
+    "/lang en or /lang zh — language\n\n"
+    "<b>Overview</b>\n"
+    "/stats — what arXiv announced lately and what reached you\n"
+    "/status — the bot's health (operators only)"
+)
+
+
+async def start(update: Update, context: BotContext) -> None:
+    """Greet and show example /follow commands."""
+    await reply(update, context, t(context.lang, START_TEXT))
+
+
+async def help_command(update: Update, context: BotContext) -> None:
+    """Explain the query language and every command."""
+    await reply(update, context, t(context.lang, HELP_TEXT))
+
+
+async def unknown_command(update: Update, context: BotContext) -> None:
+    """A command the bot does not know gets pointed at /help."""
+    await reply(update, context, t(
+        context.lang, "I don't know that command. /help lists what I can do."
+    ))
+
+
+async def on_error(update: object, context: BotContext) -> None:
+    """Log the error with its update and keep running; tell the chat something went wrong."""
+    log.error("error while handling an update", exc_info=context.error)
+    if isinstance(update, Update) and update.effective_message is not None:
+        try:
+            await reply(update, context, t(
+                context.lang, "Sorry, something went wrong. Please try again in a moment."
+            ))
+        except Exception:  # the error handler must never raise
+            log.warning("could not tell the chat about the error", exc_info=True)

@@ -1,0 +1,97 @@
+"""What every handler shares: recording the chat, replies, argument checks, group admins."""
+
+from __future__ import annotations
+
+import html
+import logging
+import unicodedata
+
+from telegram import Update
+from telegram.constants import ChatMemberStatus, ChatType, ParseMode
+from telegram.error import TelegramError
+
+from bot.context import BotContext
+from bot.i18n import language_from_telegram, t
+
+log = logging.getLogger(__name__)
+
+MAX_ARGUMENT_LENGTH = 300
+
+
+async def record_chat(update: Update, context: BotContext) -> None:
+    """Record every chat that writes to the bot (re-activating it if it had blocked the bot)."""
+    chat = update.effective_chat
+    if chat is None:
+        return
+    user = update.effective_user
+    language = language_from_telegram(user.language_code if user else None)
+    title = chat.title or (user.full_name if user else None)
+    record, reactivated = await context.store.chats.record(
+        chat.id, chat.type, title, language, context.now()
+    )
+    context.chat_data["record"] = record
+    if reactivated:
+        log.info("chat %s is active again; its held alerts are released", chat.id)
+
+
+async def reply(update: Update, context: BotContext, text: str, **kwargs: object) -> None:
+    """Reply in HTML without link previews."""
+    message = update.effective_message
+    if message is None:
+        return
+    kwargs.setdefault("parse_mode", ParseMode.HTML)
+    kwargs.setdefault("disable_web_page_preview", True)
+    await message.reply_text(text, **kwargs)  # type: ignore[arg-type]
+
+
+def command_argument(update: Update) -> str:
+    """The text after `/command` (and after `/command@botname`), stripped."""
+    message = update.effective_message
+    text = (message.text or "") if message else ""
+    parts = text.split(maxsplit=1)
+    return parts[1].strip() if len(parts) > 1 else ""
+
+
+def clean_argument(text: str) -> str | None:
+    """The argument without zero-width or direction marks; None if control characters remain."""
+    stripped = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    if any(unicodedata.category(ch) == "Cc" and ch not in " " for ch in stripped):
+        return None
+    return " ".join(stripped.split())
+
+
+def argument_problem(context: BotContext, raw: str) -> str | None:
+    """A short reply for an argument that is overlong or holds control characters; else None."""
+    if len(raw) > MAX_ARGUMENT_LENGTH:
+        return t(context.lang, "That is too long: at most {limit} characters, please.",
+                 limit=MAX_ARGUMENT_LENGTH)
+    if clean_argument(raw) is None:
+        return t(context.lang, "That contains control characters; please type plain text.")
+    return None
+
+
+def quote(text: str) -> str:
+    """User text made safe to echo inside an HTML reply."""
+    return html.escape(text, quote=False)
+
+
+async def may_change_settings(update: Update, context: BotContext) -> bool:
+    """In groups only administrators may change subscriptions and settings; replies if not."""
+    chat, user = update.effective_chat, update.effective_user
+    if chat is None or chat.type in (ChatType.PRIVATE,):
+        return True
+    if user is None:
+        return False
+    try:
+        member = await context.bot.get_chat_member(chat.id, user.id)
+    except TelegramError as exc:
+        log.warning("could not check admin rights in chat %s: %s", chat.id, exc)
+        member = None
+    if member is not None and member.status in (
+        ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER
+    ):
+        return True
+    await reply(update, context, t(
+        context.lang, "Only this group's administrators can change its subscriptions and settings."
+    ))
+    return False

@@ -1,0 +1,115 @@
+"""Domain values shared by every stage of the pipeline: small, frozen and free of I/O."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+class AnnounceType(StrEnum):
+    """How an announcement feed lists a paper (arXiv's `arxiv:announce_type`)."""
+
+    NEW = "new"
+    CROSS = "cross"
+    REPLACE = "replace"
+    REPLACE_CROSS = "replace-cross"
+
+    @property
+    def is_revision(self) -> bool:
+        return self in (AnnounceType.REPLACE, AnnounceType.REPLACE_CROSS)
+
+
+# New-style ids (0704.0001 to 2611.11450) and old-style ids (hep-th/9901001, math.AG/0601001).
+_NEW_ID = r"\d{4}\.\d{4,5}"
+_OLD_ID = r"[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7}"
+ARXIV_ID_RE = re.compile(rf"(?P<id>{_NEW_ID}|{_OLD_ID})(?:v(?P<version>\d+))?")
+
+
+@dataclass(frozen=True, slots=True)
+class ArxivId:
+    """An arXiv identifier split into its base id and optional version."""
+
+    base: str
+    version: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> ArxivId | None:
+        """Parse `2611.11450v2`, `hep-th/9901001`, `arXiv:…` or an abs/pdf URL; else None."""
+        text = text.strip()
+        text = re.sub(r"^(?:https?://)?(?:www\.|export\.)?arxiv\.org/(?:abs|pdf|html)/", "", text,
+                      flags=re.IGNORECASE)
+        text = re.sub(r"^arxiv:", "", text, flags=re.IGNORECASE)
+        text = re.sub(r"(?:\.pdf)?/?$", "", text)
+        match = ARXIV_ID_RE.fullmatch(text)
+        if match is None:
+            return None
+        version = match.group("version")
+        return cls(match.group("id"), int(version) if version else None)
+
+    def __str__(self) -> str:
+        return f"{self.base}v{self.version}" if self.version else self.base
+
+
+@dataclass(frozen=True, slots=True)
+class Paper:
+    """One version of one arXiv paper, as announced or as returned by the API."""
+
+    arxiv_id: str  # base id without version: "2611.11450" or "hep-th/9901001"
+    version: int
+    title: str
+    authors: tuple[str, ...]
+    abstract: str
+    categories: tuple[str, ...]  # primary category first
+    comment: str | None = None
+    journal_ref: str | None = None
+    doi: str | None = None
+    published: datetime | None = None  # first version's date
+    updated: datetime | None = None  # this version's date (or the announcement date)
+    announce_type: AnnounceType | None = None
+    license: str | None = None
+
+    @property
+    def primary_category(self) -> str | None:
+        return self.categories[0] if self.categories else None
+
+    @property
+    def versioned_id(self) -> str:
+        return f"{self.arxiv_id}v{self.version}"
+
+    @property
+    def abs_url(self) -> str:
+        return f"https://arxiv.org/abs/{self.arxiv_id}"
+
+    @property
+    def pdf_url(self) -> str:
+        return f"https://arxiv.org/pdf/{self.versioned_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class PaperChange:
+    """What an ingest learned of one paper: new, revised (with the version before) or seen."""
+
+    paper: Paper
+    status: str  # "new" | "revised" | "seen"
+    previous: Paper | None = None  # the version stored before, for revision diffs
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """One `/follow` query of one chat."""
+
+    id: int
+    chat_id: int
+    query: str  # canonical text form
+    number: int = 0  # position shown to the chat in /list (1-based)
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One paper matched for one chat, with the subscriptions that matched it."""
+
+    chat_id: int
+    paper: Paper
+    subscription_ids: tuple[int, ...] = field(default=())

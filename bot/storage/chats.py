@@ -1,0 +1,153 @@
+"""Chats: who talks to the bot, their settings, and whether they can be reached."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from bot.storage.db import Database
+
+
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """A chat's row: settings and reachability."""
+
+    id: int
+    type: str
+    title: str | None
+    language: str
+    language_chosen: bool
+    timezone: str
+    delivery_mode: str
+    digest_time: str | None
+    last_digest_at: float | None
+    paused: bool
+    inactive_since: float | None
+
+    @property
+    def is_group(self) -> bool:
+        return self.type in ("group", "supergroup")
+
+    @property
+    def active(self) -> bool:
+        return self.inactive_since is None
+
+
+def _chat(row: sqlite3.Row) -> Chat:
+    return Chat(
+        id=row["id"],
+        type=row["type"],
+        title=row["title"],
+        language=row["language"],
+        language_chosen=bool(row["language_chosen"]),
+        timezone=row["timezone"],
+        delivery_mode=row["delivery_mode"],
+        digest_time=row["digest_time"],
+        last_digest_at=row["last_digest_at"],
+        paused=bool(row["paused"]),
+        inactive_since=row["inactive_since"],
+    )
+
+
+class ChatRepository:
+    """Reads and writes the `chats` table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def record(
+        self, chat_id: int, chat_type: str, title: str | None, language: str, now: float
+    ) -> tuple[Chat, bool]:
+        """Insert or refresh a chat that wrote to the bot; re-activates it if it was inactive.
+
+        Returns the chat and whether it was re-activated (so held alerts can be released).
+        """
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute("SELECT inactive_since FROM chats WHERE id = ?", (chat_id,))
+            existing = await cursor.fetchone()
+            reactivated = existing is not None and existing["inactive_since"] is not None
+            await conn.execute(
+                """
+                INSERT INTO chats (id, type, title, language, created_at, last_seen_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET
+                    type = excluded.type,
+                    title = excluded.title,
+                    -- a language chosen with /lang wins over Telegram's language_code
+                    language = CASE WHEN chats.language_chosen THEN chats.language
+                                    ELSE excluded.language END,
+                    last_seen_at = excluded.last_seen_at,
+                    inactive_since = NULL,
+                    inactive_reason = NULL
+                """,
+                (chat_id, chat_type, title, language, now, now),
+            )
+            if reactivated:
+                await conn.execute(
+                    "UPDATE outbox SET status = 'pending', due_at = ? "
+                    "WHERE chat_id = ? AND status = 'held'",
+                    (now, chat_id),
+                )
+            cursor = await conn.execute("SELECT * FROM chats WHERE id = ?", (chat_id,))
+            row = await cursor.fetchone()
+        return _chat(row), reactivated
+
+    async def get(self, chat_id: int) -> Chat | None:
+        row = await self._db.fetchone("SELECT * FROM chats WHERE id = ?", (chat_id,))
+        return None if row is None else _chat(row)
+
+    async def set_language(self, chat_id: int, language: str) -> None:
+        await self._db.execute(
+            "UPDATE chats SET language = ?, language_chosen = 1 WHERE id = ?", (language, chat_id)
+        )
+
+    async def set_timezone(self, chat_id: int, timezone: str) -> None:
+        await self._db.execute("UPDATE chats SET timezone = ? WHERE id = ?", (timezone, chat_id))
+
+    async def set_digest(self, chat_id: int, digest_time: str | None) -> None:
+        """Daily digest at `digest_time` ('HH:MM' local), or instant alerts when None."""
+        mode = "instant" if digest_time is None else "digest"
+        await self._db.execute(
+            "UPDATE chats SET delivery_mode = ?, digest_time = ? WHERE id = ?",
+            (mode, digest_time, chat_id),
+        )
+
+    async def mark_digest_sent(self, chat_id: int, now: float) -> None:
+        await self._db.execute("UPDATE chats SET last_digest_at = ? WHERE id = ?", (now, chat_id))
+
+    async def set_paused(self, chat_id: int, paused: bool) -> None:
+        await self._db.execute("UPDATE chats SET paused = ? WHERE id = ?", (int(paused), chat_id))
+
+    async def mark_inactive(self, chat_id: int, reason: str, now: float) -> None:
+        """The chat blocked the bot (or is gone): skip it until it writes again."""
+        await self._db.execute(
+            "UPDATE chats SET inactive_since = COALESCE(inactive_since, ?), inactive_reason = ? "
+            "WHERE id = ?",
+            (now, reason, chat_id),
+        )
+
+    async def migrate_id(self, old_id: int, new_id: int) -> None:
+        """A group became a supergroup: move the chat and everything it owns to the new id."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute("SELECT 1 FROM chats WHERE id = ?", (new_id,))
+            if await cursor.fetchone() is None:
+                await conn.execute("UPDATE chats SET id = ? WHERE id = ?", (new_id, old_id))
+
+    async def counts(self) -> dict[str, int]:
+        row = await self._db.fetchone(
+            """
+            SELECT COUNT(*) AS total,
+                   SUM(inactive_since IS NULL) AS active,
+                   SUM(inactive_since IS NOT NULL) AS inactive,
+                   SUM(paused) AS paused
+            FROM chats
+            """
+        )
+        assert row is not None
+        return {k: int(row[k] or 0) for k in ("total", "active", "inactive", "paused")}
+
+    async def in_digest_mode(self) -> list[Chat]:
+        rows = await self._db.fetchall(
+            "SELECT * FROM chats WHERE delivery_mode = 'digest' AND inactive_since IS NULL"
+        )
+        return [_chat(r) for r in rows]

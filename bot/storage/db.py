@@ -1,0 +1,119 @@
+"""The SQLite connection: WAL mode, foreign keys, serialised transactions and migrations."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from bot.storage.migrations import LATEST_VERSION, MIGRATIONS
+
+log = logging.getLogger(__name__)
+
+
+class Database:
+    """One aiosqlite connection shared by the bot; writes go through `transaction()`."""
+
+    def __init__(self, connection: aiosqlite.Connection, path: Path) -> None:
+        self._conn = connection
+        self.path = path
+        # One connection is shared by every coroutine; the lock keeps one transaction's
+        # statements from interleaving with another's.
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path | str, *, migrate: bool = True) -> Database:
+        """Open (creating folder and file if needed), enable WAL and foreign keys, migrate."""
+        path = Path(path)
+        if str(path) != ":memory:":
+            path.parent.mkdir(parents=True, exist_ok=True)
+        conn = await aiosqlite.connect(path, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA foreign_keys=ON")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        await conn.execute("PRAGMA busy_timeout=5000")
+        db = cls(conn, path)
+        if migrate:
+            await db.migrate()
+        return db
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    async def schema_version(self) -> int:
+        await self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+        )
+        row = await self.fetchone("SELECT MAX(version) AS v FROM schema_version")
+        return int(row["v"]) if row and row["v"] is not None else 0
+
+    async def migrate(self, target: int = LATEST_VERSION) -> list[int]:
+        """Apply every migration above the stored version up to `target`; returns those applied."""
+        applied = []
+        current = await self.schema_version()
+        for version, description, script in MIGRATIONS:
+            if version <= current or version > target:
+                continue
+            async with self._lock:
+                # executescript commits on its own, so the whole migration and its version
+                # row go in one script, wrapped in an explicit transaction.
+                await self._conn.executescript(
+                    f"BEGIN IMMEDIATE;\n{script}\n"
+                    f"INSERT INTO schema_version (version) VALUES ({int(version)});\nCOMMIT;"
+                )
+            log.info("applied migration %d: %s", version, description)
+            applied.append(version)
+        return applied
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error)."""
+        async with self._lock:
+            await self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                await self._conn.execute("ROLLBACK")
+                raise
+            else:
+                await self._conn.execute("COMMIT")
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one write statement in its own transaction; returns the rows it changed."""
+        async with self.transaction() as conn:
+            cursor = await conn.execute(sql, params)
+            return cursor.rowcount
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+        async with self._conn.execute(sql, params) as cursor:
+            return await cursor.fetchone()
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        async with self._conn.execute(sql, tuple(params)) as cursor:
+            return list(await cursor.fetchall())
+
+    async def fetchval(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = await self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+    async def backup(self, target: Path) -> None:
+        """Write a consistent copy of the live database to `target` (SQLite's online backup)."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        dest = await aiosqlite.connect(target)
+        try:
+            async with self._lock:
+                await self._conn.backup(dest)
+        finally:
+            await dest.close()
+
+    async def size_bytes(self) -> int:
+        page_count = await self.fetchval("PRAGMA page_count")
+        page_size = await self.fetchval("PRAGMA page_size")
+        return int(page_count) * int(page_size)

@@ -1,0 +1,152 @@
+"""Numbered schema migrations: each applied once, in order, recorded in `schema_version`.
+
+Times are stored as Unix seconds (REAL, UTC); lists (authors, categories, subscription ids)
+as JSON text. A migration is never edited after it ships: add a new one instead.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (
+        1,
+        "initial schema",
+        """
+        CREATE TABLE chats (
+            id              INTEGER PRIMARY KEY,          -- Telegram chat id
+            type            TEXT NOT NULL DEFAULT 'private',
+            title           TEXT,
+            language        TEXT NOT NULL DEFAULT 'en',
+            language_chosen INTEGER NOT NULL DEFAULT 0,   -- 1 once /lang was used
+            timezone        TEXT NOT NULL DEFAULT 'UTC',
+            delivery_mode   TEXT NOT NULL DEFAULT 'instant'
+                            CHECK (delivery_mode IN ('instant', 'digest')),
+            digest_time     TEXT,                         -- 'HH:MM' local time in digest mode
+            last_digest_at  REAL,
+            paused          INTEGER NOT NULL DEFAULT 0,
+            inactive_since  REAL,                         -- set on 403, cleared when it writes
+            inactive_reason TEXT,
+            created_at      REAL NOT NULL,
+            last_seen_at    REAL NOT NULL
+        );
+
+        CREATE TABLE subscriptions (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id     INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE ON UPDATE CASCADE,
+            query       TEXT NOT NULL,                    -- canonical form
+            raw_query   TEXT NOT NULL,                    -- as the user typed it
+            created_at  REAL NOT NULL,
+            UNIQUE (chat_id, query)
+        );
+        CREATE INDEX subscriptions_chat ON subscriptions(chat_id);
+
+        CREATE TABLE papers (
+            arxiv_id         TEXT PRIMARY KEY,            -- base id, no version
+            latest_version   INTEGER NOT NULL,
+            title            TEXT NOT NULL,
+            authors          TEXT NOT NULL,               -- JSON list
+            abstract         TEXT NOT NULL,
+            categories       TEXT NOT NULL,               -- JSON list, primary first
+            primary_category TEXT,
+            comment          TEXT,
+            journal_ref      TEXT,
+            doi              TEXT,
+            license          TEXT,
+            published        REAL,
+            updated          REAL,
+            first_seen_at    REAL NOT NULL,
+            last_changed_at  REAL NOT NULL
+        );
+        CREATE INDEX papers_first_seen ON papers(first_seen_at);
+
+        -- One row per version the bot has seen, so revision diffs can show what changed.
+        CREATE TABLE paper_versions (
+            arxiv_id      TEXT NOT NULL REFERENCES papers(arxiv_id) ON DELETE CASCADE,
+            version       INTEGER NOT NULL,
+            title         TEXT NOT NULL,
+            authors       TEXT NOT NULL,
+            abstract      TEXT NOT NULL,
+            categories    TEXT NOT NULL,
+            comment       TEXT,
+            journal_ref   TEXT,
+            doi           TEXT,
+            announce_type TEXT,
+            updated       REAL,
+            seen_at       REAL NOT NULL,
+            PRIMARY KEY (arxiv_id, version)
+        );
+        CREATE INDEX paper_versions_seen ON paper_versions(seen_at);
+
+        -- Every alert is stored here before it is sent: the unique key makes each paper
+        -- version reach each chat at most once, across restarts and crashes.
+        CREATE TABLE outbox (
+            id               INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id          INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE
+                                                           ON UPDATE CASCADE,
+            arxiv_id         TEXT NOT NULL,
+            version          INTEGER NOT NULL,
+            kind             TEXT NOT NULL CHECK (kind IN ('new', 'revision')),
+            subscription_ids TEXT NOT NULL DEFAULT '[]',  -- JSON list
+            matched_queries  TEXT NOT NULL DEFAULT '[]',  -- JSON list, kept if a sub is removed
+            saved_revision   INTEGER NOT NULL DEFAULT 0,  -- announced because the chat saved it
+            poll_id          INTEGER,
+            status           TEXT NOT NULL DEFAULT 'pending'
+                             CHECK (status IN ('pending', 'sent', 'failed', 'held')),
+            created_at       REAL NOT NULL,
+            due_at           REAL NOT NULL,
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            last_error       TEXT,
+            message_id       INTEGER,
+            digest_id        INTEGER,
+            sent_at          REAL,
+            UNIQUE (chat_id, arxiv_id, version)
+        );
+        CREATE INDEX outbox_due ON outbox(status, due_at);
+        CREATE INDEX outbox_message ON outbox(chat_id, message_id);
+        CREATE INDEX outbox_created ON outbox(created_at);
+
+        CREATE TABLE saved (
+            chat_id       INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE
+                                                        ON UPDATE CASCADE,
+            arxiv_id      TEXT NOT NULL REFERENCES papers(arxiv_id),
+            saved_version INTEGER NOT NULL,
+            saved_at      REAL NOT NULL,
+            PRIMARY KEY (chat_id, arxiv_id)
+        );
+        CREATE INDEX saved_paper ON saved(arxiv_id);
+
+        -- Digest messages, so "save #n" buttons can name an entry compactly.
+        CREATE TABLE digests (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id    INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE
+                                                     ON UPDATE CASCADE,
+            entries    TEXT NOT NULL,                     -- JSON list of "id" strings, by number
+            created_at REAL NOT NULL
+        );
+
+        CREATE TABLE sources (
+            url                  TEXT PRIMARY KEY,
+            etag                 TEXT,
+            last_modified        TEXT,
+            last_attempt_at      REAL,
+            last_success_at      REAL,
+            consecutive_failures INTEGER NOT NULL DEFAULT 0,
+            last_error           TEXT,
+            last_status          INTEGER,
+            last_items           INTEGER
+        );
+
+        CREATE TABLE polls (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at  REAL NOT NULL,
+            finished_at REAL,
+            new         INTEGER NOT NULL DEFAULT 0,
+            revised     INTEGER NOT NULL DEFAULT 0,
+            seen        INTEGER NOT NULL DEFAULT 0,
+            matches     INTEGER NOT NULL DEFAULT 0,
+            error       TEXT
+        );
+        """,
+    ),
+)
+
+LATEST_VERSION = MIGRATIONS[-1][0]

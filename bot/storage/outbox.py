@@ -1,0 +1,195 @@
+"""The outbox: every alert is stored before it is sent and marked sent once Telegram accepts it."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aiosqlite
+
+from bot.storage.db import Database
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One paper version due for one chat: what the outbox stores."""
+
+    chat_id: int
+    arxiv_id: str
+    version: int
+    kind: str  # "new" | "revision"
+    subscription_ids: tuple[int, ...] = ()
+    matched_queries: tuple[str, ...] = ()
+    saved_revision: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    """A stored alert with its delivery state."""
+
+    id: int
+    alert: Alert
+    status: str
+    attempts: int
+    created_at: float
+    message_id: int | None
+
+
+def _row(row: sqlite3.Row) -> OutboxRow:
+    return OutboxRow(
+        id=row["id"],
+        alert=Alert(
+            chat_id=row["chat_id"],
+            arxiv_id=row["arxiv_id"],
+            version=row["version"],
+            kind=row["kind"],
+            subscription_ids=tuple(json.loads(row["subscription_ids"])),
+            matched_queries=tuple(json.loads(row["matched_queries"])),
+            saved_revision=bool(row["saved_revision"]),
+        ),
+        status=row["status"],
+        attempts=row["attempts"],
+        created_at=row["created_at"],
+        message_id=row["message_id"],
+    )
+
+
+class OutboxRepository:
+    """Reads and writes the `outbox` table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    @staticmethod
+    async def enqueue_in(
+        conn: aiosqlite.Connection, alerts: Sequence[Alert], now: float, poll_id: int | None = None
+    ) -> int:
+        """Store alerts inside the caller's transaction; a version already queued is skipped.
+
+        Returns how many were new. Alerts for chats the bot has never seen are dropped by the
+        foreign key check, so the caller passes only known chats.
+        """
+        before = conn.total_changes
+        await conn.executemany(
+            """
+            INSERT INTO outbox (chat_id, arxiv_id, version, kind, subscription_ids,
+                matched_queries, saved_revision, poll_id, status, created_at, due_at)
+            SELECT ?, ?, ?, ?, ?, ?, ?, ?,
+                   CASE WHEN c.inactive_since IS NULL THEN 'pending' ELSE 'held' END, ?, ?
+            FROM chats c WHERE c.id = ?
+            ON CONFLICT (chat_id, arxiv_id, version) DO NOTHING
+            """,
+            [
+                (a.chat_id, a.arxiv_id, a.version, a.kind, json.dumps(list(a.subscription_ids)),
+                 json.dumps(list(a.matched_queries)), int(a.saved_revision), poll_id, now, now,
+                 a.chat_id)
+                for a in alerts
+            ],
+        )
+        return conn.total_changes - before
+
+    async def enqueue(self, alerts: Sequence[Alert], now: float) -> int:
+        async with self._db.transaction() as conn:
+            return await self.enqueue_in(conn, alerts, now)
+
+    async def due_chats(self, now: float) -> list[int]:
+        """Chats with pending alerts due now that can receive them (active, not paused)."""
+        rows = await self._db.fetchall(
+            """
+            SELECT DISTINCT o.chat_id FROM outbox o JOIN chats c ON c.id = o.chat_id
+            WHERE o.status = 'pending' AND o.due_at <= ? AND c.inactive_since IS NULL
+              AND c.paused = 0
+            ORDER BY o.chat_id
+            """,
+            (now,),
+        )
+        return [r["chat_id"] for r in rows]
+
+    async def pending_for_chat(self, chat_id: int, now: float | None = None) -> list[OutboxRow]:
+        """A chat's pending alerts (due by `now` when given), oldest first."""
+        sql = "SELECT * FROM outbox WHERE chat_id = ? AND status = 'pending'"
+        params: list[object] = [chat_id]
+        if now is not None:
+            sql += " AND due_at <= ?"
+            params.append(now)
+        rows = await self._db.fetchall(sql + " ORDER BY id", params)
+        return [_row(r) for r in rows]
+
+    async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float,
+                        digest_id: int | None = None) -> None:
+        async with self._db.transaction() as conn:
+            await conn.executemany(
+                "UPDATE outbox SET status = 'sent', message_id = ?, sent_at = ?, digest_id = ?, "
+                "attempts = attempts + 1, last_error = NULL WHERE id = ?",
+                [(message_id, now, digest_id, row_id) for row_id in row_ids],
+            )
+
+    async def retry_later(self, row_ids: Sequence[int], due_at: float, error: str) -> None:
+        async with self._db.transaction() as conn:
+            await conn.executemany(
+                "UPDATE outbox SET due_at = ?, attempts = attempts + 1, last_error = ? "
+                "WHERE id = ?",
+                [(due_at, error[:500], row_id) for row_id in row_ids],
+            )
+
+    async def mark_failed(self, row_ids: Sequence[int], error: str) -> None:
+        async with self._db.transaction() as conn:
+            await conn.executemany(
+                "UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ? "
+                "WHERE id = ?",
+                [(error[:500], row_id) for row_id in row_ids],
+            )
+
+    async def hold_chat(self, chat_id: int, error: str) -> None:
+        """Keep a blocked chat's pending alerts (not dropped) until it writes again."""
+        await self._db.execute(
+            "UPDATE outbox SET status = 'held', last_error = ? "
+            "WHERE chat_id = ? AND status = 'pending'",
+            (error[:500], chat_id),
+        )
+
+    async def by_message(self, chat_id: int, message_id: int) -> OutboxRow | None:
+        """The alert behind a message the bot sent (for re-rendering on a button press)."""
+        row = await self._db.fetchone(
+            "SELECT * FROM outbox WHERE chat_id = ? AND message_id = ? ORDER BY id LIMIT 1",
+            (chat_id, message_id),
+        )
+        return None if row is None else _row(row)
+
+    async def counts(self) -> dict[str, int]:
+        rows = await self._db.fetchall("SELECT status, COUNT(*) AS n FROM outbox GROUP BY status")
+        counts = {"pending": 0, "sent": 0, "failed": 0, "held": 0}
+        counts.update({r["status"]: int(r["n"]) for r in rows})
+        return counts
+
+    async def chat_matches_since(self, chat_id: int, since: float) -> int:
+        return int(await self._db.fetchval(
+            "SELECT COUNT(*) FROM outbox WHERE chat_id = ? AND created_at >= ?", (chat_id, since)
+        ))
+
+    async def prune(self, before: float) -> int:
+        """Forget sent and failed alerts older than `before` (pending and held are kept)."""
+        return await self._db.execute(
+            "DELETE FROM outbox WHERE status IN ('sent', 'failed') AND created_at < ?", (before,)
+        )
+
+    async def create_digest(self, chat_id: int, entries: Sequence[str], now: float) -> int:
+        """Record a digest's numbered entries (versioned ids) so its buttons can name them."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO digests (chat_id, entries, created_at) VALUES (?, ?, ?)",
+                (chat_id, json.dumps(list(entries)), now),
+            )
+            return int(cursor.lastrowid or 0)
+
+    async def digest_entry(self, chat_id: int, digest_id: int, number: int) -> str | None:
+        """The id behind entry `number` (1-based) of a digest of this chat, or None."""
+        row = await self._db.fetchone(
+            "SELECT entries FROM digests WHERE id = ? AND chat_id = ?", (digest_id, chat_id)
+        )
+        if row is None:
+            return None
+        entries = json.loads(row["entries"])
+        return entries[number - 1] if 1 <= number <= len(entries) else None

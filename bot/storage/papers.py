@@ -1,0 +1,217 @@
+"""Papers and their version history; the batch upsert tells new from revised from seen."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+import aiosqlite
+
+from bot.models import AnnounceType, Paper, PaperChange
+from bot.storage.db import Database
+
+_CHUNK = 500  # stays well under SQLite's limit on bound parameters
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def _dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def paper_from_row(row: sqlite3.Row, version: int | None = None) -> Paper:
+    """Build a Paper from a `papers` or `paper_versions` row."""
+    keys = row.keys()
+    announce = row["announce_type"] if "announce_type" in keys else None
+    return Paper(
+        arxiv_id=row["arxiv_id"],
+        version=version if version is not None else row["version" if "version" in keys
+                                                        else "latest_version"],
+        title=row["title"],
+        authors=tuple(json.loads(row["authors"])),
+        abstract=row["abstract"],
+        categories=tuple(json.loads(row["categories"])),
+        comment=row["comment"],
+        journal_ref=row["journal_ref"],
+        doi=row["doi"],
+        published=_dt(row["published"]) if "published" in keys else None,
+        updated=_dt(row["updated"]),
+        announce_type=AnnounceType(announce) if announce else None,
+        license=row["license"] if "license" in keys else None,
+    )
+
+
+class PaperRepository:
+    """Reads and writes `papers` and `paper_versions`."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def upsert_many(self, papers: Sequence[Paper], now: float) -> list[PaperChange]:
+        """Store a batch in its own transaction; see `upsert_in`."""
+        async with self._db.transaction() as conn:
+            return await self.upsert_in(conn, papers, now)
+
+    async def upsert_in(
+        self, conn: aiosqlite.Connection, papers: Sequence[Paper], now: float
+    ) -> list[PaperChange]:
+        """Store a batch inside the caller's transaction; say per paper: new, revised or seen.
+
+        Re-ingesting the same papers changes nothing. Within a batch, the same id twice
+        (a feed listing a paper under two categories) counts once.
+        """
+        unique: dict[str, Paper] = {}
+        for paper in papers:
+            kept = unique.get(paper.arxiv_id)
+            if kept is None or paper.version > kept.version:
+                unique[paper.arxiv_id] = paper
+        if not unique:
+            return []
+        stored = await self._latest(conn, unique.keys())
+        changes: list[PaperChange] = []
+        version_rows, paper_rows, fill_rows = [], [], []
+        for paper in unique.values():
+            previous = stored.get(paper.arxiv_id)
+            if previous is None:
+                status = "revised" if paper.version > 1 and paper.announce_type and \
+                    paper.announce_type.is_revision else "new"
+            elif paper.version > previous.version:
+                status = "revised"
+            else:
+                changes.append(PaperChange(paper, "seen", None))
+                fill_rows.append(paper)
+                continue
+            changes.append(PaperChange(paper, status, previous))
+            paper_rows.append(paper)
+            version_rows.append(paper)
+        await conn.executemany(
+            """
+            INSERT INTO papers (arxiv_id, latest_version, title, authors, abstract, categories,
+                primary_category, comment, journal_ref, doi, license, published, updated,
+                first_seen_at, last_changed_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (arxiv_id) DO UPDATE SET
+                latest_version = excluded.latest_version, title = excluded.title,
+                authors = excluded.authors, abstract = excluded.abstract,
+                categories = excluded.categories,
+                primary_category = excluded.primary_category,
+                comment = COALESCE(excluded.comment, papers.comment),
+                journal_ref = COALESCE(excluded.journal_ref, papers.journal_ref),
+                doi = COALESCE(excluded.doi, papers.doi),
+                license = COALESCE(excluded.license, papers.license),
+                published = COALESCE(papers.published, excluded.published),
+                updated = excluded.updated,
+                last_changed_at = excluded.last_changed_at
+            """,
+            [
+                (p.arxiv_id, p.version, p.title, json.dumps(list(p.authors)), p.abstract,
+                 json.dumps(list(p.categories)), p.primary_category, p.comment, p.journal_ref,
+                 p.doi, p.license, _ts(p.published), _ts(p.updated), now, now)
+                for p in paper_rows
+            ],
+        )
+        await conn.executemany(
+            """
+            INSERT OR IGNORE INTO paper_versions (arxiv_id, version, title, authors, abstract,
+                categories, comment, journal_ref, doi, announce_type, updated, seen_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                (p.arxiv_id, p.version, p.title, json.dumps(list(p.authors)), p.abstract,
+                 json.dumps(list(p.categories)), p.comment, p.journal_ref, p.doi,
+                 p.announce_type.value if p.announce_type else None, _ts(p.updated), now)
+                for p in version_rows
+            ],
+        )
+        # A known version seen again may carry what the feed lacked (the API has comments).
+        await conn.executemany(
+            """
+            UPDATE papers SET comment = COALESCE(comment, ?),
+                journal_ref = COALESCE(journal_ref, ?), doi = COALESCE(doi, ?)
+                WHERE arxiv_id = ? AND latest_version = ?
+            """,
+            [(p.comment, p.journal_ref, p.doi, p.arxiv_id, p.version) for p in fill_rows
+             if p.comment or p.journal_ref or p.doi],
+        )
+        return changes
+
+    @staticmethod
+    async def _latest(conn: aiosqlite.Connection, ids: Iterable[str]) -> dict[str, Paper]:
+        ids = list(ids)
+        found: dict[str, Paper] = {}
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start:start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            cursor = await conn.execute(
+                f"SELECT * FROM papers WHERE arxiv_id IN ({marks})", chunk
+            )
+            for row in await cursor.fetchall():
+                found[row["arxiv_id"]] = paper_from_row(row)
+        return found
+
+    async def get(self, arxiv_id: str, version: int | None = None) -> Paper | None:
+        """The stored paper (latest version), or one specific stored version."""
+        if version is None:
+            row = await self._db.fetchone("SELECT * FROM papers WHERE arxiv_id = ?", (arxiv_id,))
+            return None if row is None else paper_from_row(row)
+        row = await self._db.fetchone(
+            """
+            SELECT v.*, p.license, p.published FROM paper_versions v
+            JOIN papers p USING (arxiv_id) WHERE v.arxiv_id = ? AND v.version = ?
+            """,
+            (arxiv_id, version),
+        )
+        return None if row is None else paper_from_row(row)
+
+    async def get_many(self, arxiv_ids: Sequence[str]) -> dict[str, Paper]:
+        found: dict[str, Paper] = {}
+        for start in range(0, len(arxiv_ids), _CHUNK):
+            chunk = list(arxiv_ids[start:start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            rows = await self._db.fetchall(
+                f"SELECT * FROM papers WHERE arxiv_id IN ({marks})", chunk
+            )
+            found.update({row["arxiv_id"]: paper_from_row(row) for row in rows})
+        return found
+
+    async def previous_version(self, arxiv_id: str, version: int) -> Paper | None:
+        """The newest stored version older than `version` (what a revision diff compares with)."""
+        row = await self._db.fetchone(
+            """
+            SELECT v.*, p.license, p.published FROM paper_versions v
+            JOIN papers p USING (arxiv_id)
+            WHERE v.arxiv_id = ? AND v.version < ? ORDER BY v.version DESC LIMIT 1
+            """,
+            (arxiv_id, version),
+        )
+        return None if row is None else paper_from_row(row)
+
+    async def seen_since(self, since: float) -> list[Paper]:
+        """Latest versions of papers stored or changed since `since` (for /follow previews)."""
+        rows = await self._db.fetchall(
+            "SELECT * FROM papers WHERE last_changed_at >= ? ORDER BY last_changed_at", (since,)
+        )
+        return [paper_from_row(r) for r in rows]
+
+    async def ingest_counts(self, since: float, ai_categories: Sequence[str]) -> dict[str, int]:
+        """Versions stored since `since`: new papers, revisions, and the AI-related among them."""
+        marks = ",".join("?" * len(ai_categories))
+        row = await self._db.fetchone(
+            f"""
+            SELECT SUM(v.version = 1 OR v.announce_type IN ('new', 'cross')) AS new,
+                   SUM(NOT (v.version = 1 OR v.announce_type IN ('new', 'cross'))) AS revised,
+                   SUM(EXISTS (SELECT 1 FROM json_each(v.categories) c
+                               WHERE c.value IN ({marks}))) AS ai
+            FROM paper_versions v WHERE v.seen_at >= ?
+            """,
+            (*ai_categories, since),
+        )
+        assert row is not None
+        return {k: int(row[k] or 0) for k in ("new", "revised", "ai")}
+
+    async def count(self) -> int:
+        return int(await self._db.fetchval("SELECT COUNT(*) FROM papers"))

@@ -1,0 +1,81 @@
+"""Sources: one record per feed URL, with conditional-GET validators and health."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.storage.db import Database
+
+UNHEALTHY_AFTER_FAILURES = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A feed URL's validators and health."""
+
+    url: str
+    etag: str | None
+    last_modified: str | None
+    last_attempt_at: float | None
+    last_success_at: float | None
+    consecutive_failures: int
+    last_error: str | None
+    last_status: int | None
+    last_items: int | None
+
+    @property
+    def healthy(self) -> bool:
+        return self.consecutive_failures < UNHEALTHY_AFTER_FAILURES
+
+
+class SourceRepository:
+    """Reads and writes the `sources` table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def get(self, url: str) -> Source | None:
+        row = await self._db.fetchone("SELECT * FROM sources WHERE url = ?", (url,))
+        return None if row is None else Source(**dict(row))
+
+    async def all(self) -> list[Source]:
+        rows = await self._db.fetchall("SELECT * FROM sources ORDER BY url")
+        return [Source(**dict(r)) for r in rows]
+
+    async def record_success(
+        self, url: str, now: float, status: int, items: int | None,
+        etag: str | None, last_modified: str | None,
+    ) -> None:
+        """A fetch that parsed: store validators, reset failures. `items` None keeps the last."""
+        await self._db.execute(
+            """
+            INSERT INTO sources (url, etag, last_modified, last_attempt_at, last_success_at,
+                consecutive_failures, last_error, last_status, last_items)
+            VALUES (?, ?, ?, ?, ?, 0, NULL, ?, ?)
+            ON CONFLICT (url) DO UPDATE SET
+                etag = COALESCE(excluded.etag, sources.etag),
+                last_modified = COALESCE(excluded.last_modified, sources.last_modified),
+                last_attempt_at = excluded.last_attempt_at,
+                last_success_at = excluded.last_success_at,
+                consecutive_failures = 0, last_error = NULL,
+                last_status = excluded.last_status,
+                last_items = COALESCE(excluded.last_items, sources.last_items)
+            """,
+            (url, etag, last_modified, now, now, status, items),
+        )
+
+    async def record_failure(self, url: str, now: float, error: str,
+                             status: int | None = None) -> None:
+        """A fetch or parse that failed: validators are kept, so nothing is marked as seen."""
+        await self._db.execute(
+            """
+            INSERT INTO sources (url, last_attempt_at, consecutive_failures, last_error,
+                last_status)
+            VALUES (?, ?, 1, ?, ?)
+            ON CONFLICT (url) DO UPDATE SET
+                last_attempt_at = excluded.last_attempt_at,
+                consecutive_failures = sources.consecutive_failures + 1,
+                last_error = excluded.last_error, last_status = excluded.last_status
+            """,
+            (url, now, error[:500], status),
+        )

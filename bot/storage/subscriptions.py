@@ -1,0 +1,88 @@
+"""Subscriptions: each chat's `/follow` queries, stored in canonical form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.models import Subscription
+from bot.storage.db import Database
+
+MAX_SUBSCRIPTIONS_PER_CHAT = 50
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """What happened to a `/follow`: added (with the subscription), duplicate, or over the limit."""
+
+    status: str  # "added" | "duplicate" | "limit"
+    subscription: Subscription | None = None
+
+
+class SubscriptionRepository:
+    """Reads and writes the `subscriptions` table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, chat_id: int, query: str, raw_query: str, now: float) -> AddResult:
+        """Add a canonical query for a chat unless it is a duplicate or the chat is full."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "SELECT id FROM subscriptions WHERE chat_id = ? AND query = ?", (chat_id, query)
+            )
+            if (row := await cursor.fetchone()) is not None:
+                return AddResult("duplicate", await self._numbered(conn, chat_id, row["id"]))
+            cursor = await conn.execute(
+                "SELECT COUNT(*) FROM subscriptions WHERE chat_id = ?", (chat_id,)
+            )
+            if (await cursor.fetchone())[0] >= MAX_SUBSCRIPTIONS_PER_CHAT:
+                return AddResult("limit")
+            cursor = await conn.execute(
+                "INSERT INTO subscriptions (chat_id, query, raw_query, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (chat_id, query, raw_query, now),
+            )
+            return AddResult("added", await self._numbered(conn, chat_id, cursor.lastrowid))
+
+    @staticmethod
+    async def _numbered(conn, chat_id: int, sub_id: int | None) -> Subscription:
+        cursor = await conn.execute(
+            "SELECT id, query FROM subscriptions WHERE chat_id = ? ORDER BY id", (chat_id,)
+        )
+        for number, row in enumerate(await cursor.fetchall(), start=1):
+            if row["id"] == sub_id:
+                return Subscription(row["id"], chat_id, row["query"], number)
+        raise LookupError(sub_id)
+
+    async def for_chat(self, chat_id: int) -> list[Subscription]:
+        """The chat's subscriptions, numbered 1.. in the order they were added."""
+        rows = await self._db.fetchall(
+            "SELECT id, query FROM subscriptions WHERE chat_id = ? ORDER BY id", (chat_id,)
+        )
+        return [Subscription(r["id"], chat_id, r["query"], n) for n, r in enumerate(rows, 1)]
+
+    async def remove(self, chat_id: int, sub_id: int) -> bool:
+        """Remove one subscription, only if it belongs to `chat_id`."""
+        return (
+            await self._db.execute(
+                "DELETE FROM subscriptions WHERE id = ? AND chat_id = ?", (sub_id, chat_id)
+            )
+            > 0
+        )
+
+    async def remove_all(self, chat_id: int) -> int:
+        return await self._db.execute("DELETE FROM subscriptions WHERE chat_id = ?", (chat_id,))
+
+    async def all(self) -> list[Subscription]:
+        """Every subscription of every chat (to build the matcher)."""
+        rows = await self._db.fetchall("SELECT id, chat_id, query FROM subscriptions ORDER BY id")
+        return [Subscription(r["id"], r["chat_id"], r["query"]) for r in rows]
+
+    async def get(self, sub_id: int) -> Subscription | None:
+        row = await self._db.fetchone(
+            "SELECT id, chat_id, query FROM subscriptions WHERE id = ?", (sub_id,)
+        )
+        return None if row is None else Subscription(row["id"], row["chat_id"], row["query"])
+
+    async def count(self) -> int:
+        return int(await self._db.fetchval("SELECT COUNT(*) FROM subscriptions"))

@@ -1,0 +1,118 @@
+"""Settings: defaults, .env, and one clear line for every bad value."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.config import ConfigError, RedactingFilter, load_settings
+
+TOKEN = "123456:ABC-def_ghi"
+
+
+def settings_from(env: dict[str, str], tmp_path: Path, env_file: Path | None = None):
+    env = {"DATABASE_PATH": str(tmp_path / "db" / "bot.sqlite3"), **env}
+    return load_settings(env, env_file=env_file)
+
+
+def test_defaults_follow_the_spec(tmp_path: Path) -> None:
+    settings = settings_from({"TELEGRAM_BOT_TOKEN": TOKEN}, tmp_path)
+    assert settings.telegram_api_url == "https://api.telegram.org"
+    assert settings.arxiv_rss_url == "https://rss.arxiv.org/rss"
+    assert settings.arxiv_api_url == "https://export.arxiv.org/api/query"
+    assert settings.arxiv_archives == ("cs",)
+    assert settings.poll_interval_seconds == 900
+    assert settings.admin_chat_ids == frozenset()
+    assert settings.log_level == "INFO"
+    assert (tmp_path / "db").is_dir(), "the database folder is created on start"
+
+
+def test_env_file_is_read_and_the_environment_wins(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text(
+        f"TELEGRAM_BOT_TOKEN={TOKEN}\nPOLL_INTERVAL_SECONDS=60\nADMIN_CHAT_IDS=1, -1002\n"
+        "ARXIV_ARCHIVES=cs,math.AG\n"
+    )
+    settings = settings_from({"POLL_INTERVAL_SECONDS": "120"}, tmp_path, env_file)
+    assert settings.telegram_bot_token == TOKEN
+    assert settings.poll_interval_seconds == 120
+    assert settings.admin_chat_ids == {1, -1002}
+    assert settings.arxiv_archives == ("cs", "math.AG")
+
+
+def test_the_token_never_shows_in_repr(tmp_path: Path) -> None:
+    settings = settings_from({"TELEGRAM_BOT_TOKEN": TOKEN}, tmp_path)
+    assert TOKEN not in repr(settings)
+    assert "ABC-def_ghi" not in str(settings)
+
+
+@pytest.mark.parametrize(
+    ("env", "names"),
+    [
+        ({}, "TELEGRAM_BOT_TOKEN is not set"),
+        ({"TELEGRAM_BOT_TOKEN": "nope"}, "TELEGRAM_BOT_TOKEN"),
+        ({"POLL_INTERVAL_SECONDS": "soon"}, "POLL_INTERVAL_SECONDS must be a whole number"),
+        ({"POLL_INTERVAL_SECONDS": "0"}, "POLL_INTERVAL_SECONDS must be between"),
+        ({"TELEGRAM_API_URL": "ftp://x"}, "TELEGRAM_API_URL must be an http(s) URL"),
+        ({"ARXIV_RSS_URL": "not a url"}, "ARXIV_RSS_URL must be an http(s) URL"),
+        ({"ADMIN_CHAT_IDS": "12,abc"}, "ADMIN_CHAT_IDS"),
+        ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL"),
+        ({"ARXIV_ARCHIVES": "cs,<b>"}, "ARXIV_ARCHIVES"),
+    ],
+)
+def test_bad_values_name_the_variable(env: dict[str, str], names: str, tmp_path: Path) -> None:
+    base = {} if env == {} else {"TELEGRAM_BOT_TOKEN": TOKEN}
+    with pytest.raises(ConfigError, match=names.replace("(", r"\(").replace(")", r"\)")):
+        settings_from({**base, **env}, tmp_path)
+
+
+def test_unwritable_database_folder_is_refused(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ConfigError, match="DATABASE_PATH"):
+        load_settings({"TELEGRAM_BOT_TOKEN": TOKEN,
+                       "DATABASE_PATH": str(blocker / "sub" / "bot.sqlite3")}, env_file=None)
+
+
+def run_bot(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TELEGRAM_", "ARXIV_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "bot"], env={**clean, **env}, cwd=cwd,
+        capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_without_a_token_the_bot_exits_2_with_one_line(tmp_path: Path) -> None:
+    result = run_bot({"PYTHONPATH": str(Path(__file__).parents[1])}, tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "config error: TELEGRAM_BOT_TOKEN is not set (see .env.example)"
+    ]
+
+
+def test_a_bad_interval_exits_2_naming_it(tmp_path: Path) -> None:
+    result = run_bot({"PYTHONPATH": str(Path(__file__).parents[1]),
+                      "TELEGRAM_BOT_TOKEN": TOKEN, "POLL_INTERVAL_SECONDS": "ten"}, tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "POLL_INTERVAL_SECONDS" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_the_redacting_filter_hides_the_token_in_messages_args_and_tracebacks() -> None:
+    secret = TOKEN.split(":")[1]
+    record = logging.LogRecord("httpx", logging.INFO, __file__, 1,
+                               "HTTP Request: POST %s", (f"http://x/bot{TOKEN}/getMe",), None)
+    try:
+        raise RuntimeError(f"failed at /bot{TOKEN}/sendMessage")
+    except RuntimeError:
+        record.exc_info = sys.exc_info()
+    RedactingFilter([TOKEN, secret]).filter(record)
+    assert secret not in record.getMessage()
+    assert secret not in (record.exc_text or "")
+    assert "***" in record.getMessage()

@@ -1,0 +1,138 @@
+"""Storage: migrations, the paper upsert, the outbox's once-only key."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from bot.models import AnnounceType, Paper
+from bot.storage import Storage
+from bot.storage.db import Database
+from bot.storage.migrations import LATEST_VERSION
+from bot.storage.outbox import Alert
+
+NOW = 1_790_000_000.0
+
+
+def paper(arxiv_id: str = "2611.11450", version: int = 1, **changes) -> Paper:
+    base = Paper(
+        arxiv_id=arxiv_id, version=version, title="Quantized attention for long contexts",
+        authors=("Eiko Yoneki", "Dirk Wübben"), abstract="We study attention.",
+        categories=("cs.LG", "stat.ML"),
+        announce_type=AnnounceType.NEW if version == 1 else AnnounceType.REPLACE,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+@pytest.fixture
+async def store(tmp_path: Path):
+    storage = await Storage.open(tmp_path / "data" / "bot.sqlite3")
+    yield storage
+    await storage.close()
+
+
+async def test_a_fresh_database_is_migrated_in_wal_mode(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "nested" / "bot.sqlite3")
+    try:
+        assert await db.schema_version() == LATEST_VERSION
+        assert await db.fetchval("PRAGMA journal_mode") == "wal"
+        assert await db.fetchval("PRAGMA foreign_keys") == 1
+        tables = {r[0] for r in await db.fetchall(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"chats", "subscriptions", "papers", "paper_versions", "outbox", "saved",
+                "sources", "digests", "polls", "schema_version"} <= tables
+    finally:
+        await db.close()
+
+
+async def test_running_migrations_again_is_a_no_op(tmp_path: Path) -> None:
+    path = tmp_path / "bot.sqlite3"
+    db = await Database.open(path)
+    await db.execute("INSERT INTO sources (url) VALUES ('http://x')")
+    await db.close()
+    db = await Database.open(path)
+    try:
+        assert await db.migrate() == []
+        assert await db.fetchval("SELECT COUNT(*) FROM schema_version") == LATEST_VERSION
+        assert await db.fetchval("SELECT COUNT(*) FROM sources") == 1
+    finally:
+        await db.close()
+
+
+async def test_upsert_tells_new_revised_and_seen_apart(store: Storage) -> None:
+    first = await store.papers.upsert_many([paper(), paper("2611.00001")], NOW)
+    assert [c.status for c in first] == ["new", "new"]
+
+    again = await store.papers.upsert_many([paper(), paper("2611.00001")], NOW + 1)
+    assert [c.status for c in again] == ["seen", "seen"]
+
+    v2 = paper(version=2, title="Quantised attention for very long contexts",
+               authors=("Eiko Yoneki", "Dirk Wübben", "Ada Lovelace"))
+    revised = await store.papers.upsert_many([v2], NOW + 2)
+    assert revised[0].status == "revised"
+    assert revised[0].previous is not None
+    assert revised[0].previous.title == "Quantized attention for long contexts"
+    assert revised[0].previous.version == 1
+
+    stored = await store.papers.get("2611.11450")
+    assert stored is not None and stored.version == 2 and len(stored.authors) == 3
+    old = await store.papers.get("2611.11450", version=1)
+    assert old is not None and old.title == "Quantized attention for long contexts"
+    assert (await store.papers.previous_version("2611.11450", 2)) == old
+
+    stale = await store.papers.upsert_many([paper(version=1)], NOW + 3)
+    assert stale[0].status == "seen"
+    assert (await store.papers.get("2611.11450")).version == 2
+
+
+async def test_the_same_paper_twice_in_a_batch_counts_once(store: Storage) -> None:
+    changes = await store.papers.upsert_many([paper(), paper(version=2)], NOW)
+    assert len(changes) == 1 and changes[0].paper.version == 2
+
+
+async def test_old_style_ids_and_unicode_round_trip(store: Storage) -> None:
+    p = paper("hep-th/9901001", authors=("Jürgen Müller", "Przemysław Ło"), comment="12 pages")
+    await store.papers.upsert_many([p], NOW)
+    got = await store.papers.get("hep-th/9901001")
+    assert got is not None
+    assert got.authors == ("Jürgen Müller", "Przemysław Ło")
+    assert got.comment == "12 pages"
+
+
+async def test_outbox_takes_each_version_once_per_chat(store: Storage) -> None:
+    await store.chats.record(42, "private", "Ada", "en", NOW)
+    await store.papers.upsert_many([paper()], NOW)
+    alert = Alert(42, "2611.11450", 1, "new", (1,), ("cs.LG",))
+    assert await store.outbox.enqueue([alert], NOW) == 1
+    assert await store.outbox.enqueue([alert], NOW + 5) == 0
+    pending = await store.outbox.pending_for_chat(42)
+    assert len(pending) == 1 and pending[0].alert == alert
+    await store.outbox.mark_sent([pending[0].id], message_id=7, now=NOW + 6)
+    assert await store.outbox.pending_for_chat(42) == []
+    assert (await store.outbox.by_message(42, 7)).alert == alert
+
+
+async def test_a_blocked_chat_has_its_alerts_held_until_it_writes_again(store: Storage) -> None:
+    await store.chats.record(42, "private", "Ada", "en", NOW)
+    await store.chats.mark_inactive(42, "blocked", NOW)
+    await store.outbox.enqueue([Alert(42, "2611.11450", 1, "new")], NOW)
+    assert (await store.outbox.counts())["held"] == 1
+    assert await store.outbox.due_chats(NOW + 10) == []
+    _, reactivated = await store.chats.record(42, "private", "Ada", "en", NOW + 20)
+    assert reactivated
+    assert await store.outbox.due_chats(NOW + 20) == [42]
+
+
+async def test_subscriptions_are_numbered_and_limited(store: Storage) -> None:
+    await store.chats.record(42, "private", "Ada", "en", NOW)
+    first = await store.subscriptions.add(42, "cat:cs.LG", "cs.LG", NOW)
+    assert first.status == "added" and first.subscription.number == 1
+    dup = await store.subscriptions.add(42, "cat:cs.LG", "cat:cs.lg", NOW)
+    assert dup.status == "duplicate" and dup.subscription.number == 1
+    for i in range(49):
+        assert (await store.subscriptions.add(42, f"w{i}", f"w{i}", NOW)).status == "added"
+    assert (await store.subscriptions.add(42, "one-more", "one-more", NOW)).status == "limit"
+    assert not await store.subscriptions.remove(99, first.subscription.id), "other chats can't"
+    assert await store.subscriptions.remove(42, first.subscription.id)
