@@ -9,6 +9,7 @@ from telegram.ext import (
     AIORateLimiter,
     Application,
     ApplicationBuilder,
+    CallbackQueryHandler,
     CommandHandler,
     ContextTypes,
     MessageHandler,
@@ -16,13 +17,18 @@ from telegram.ext import (
     filters,
 )
 
+from bot.arxiv.client import ArxivClient
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.context import BotContext, Services
-from bot.handlers import basic
+from bot.delivery.sender import Sender
+from bot.handlers import basic, buttons, library, overview, subscriptions
 from bot.handlers.common import record_chat
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
+from bot.pipeline import Pipeline
+from bot.schedule import digest_due
 from bot.storage import Storage
+from bot.subscriptions import SubscriptionService
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +50,33 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 )
 
 
+FIRST_POLL_DELAY = 3.0  # the spec asks for the first poll within 5 s of start-up
+DIGEST_CHECK_INTERVAL = 30.0
+DRAIN_INTERVAL = 2.0  # picks up retries that came due and alerts released by /resume
+OUTBOX_RETENTION_DAYS = 30
+
+
 async def _post_init(application: Application) -> None:
     services: Services = application.bot_data["services"]
-    services.storage = await Storage.open(services.settings.database_path)
-    log.info("database ready at %s", services.settings.database_path)
+    settings = services.settings
+    services.storage = await Storage.open(settings.database_path)
+    log.info("database ready at %s", settings.database_path)
+    services.subscriptions = SubscriptionService(services.storage, services.clock)
+    await services.subscriptions.load()
+    services.arxiv = ArxivClient(
+        rss_url=settings.arxiv_rss_url, api_url=settings.arxiv_api_url,
+        contact=settings.contact, min_interval=settings.arxiv_min_interval_seconds,
+    )
+    services.sender = Sender(application.bot, services.storage, services.clock)
+    services.pipeline = Pipeline(settings, services.storage, services.arxiv,
+                                 services.subscriptions, services.clock)
+    jobs = application.job_queue
+    jobs.run_repeating(poll_job, interval=settings.poll_interval_seconds,
+                       first=FIRST_POLL_DELAY, name="poll")
+    jobs.run_repeating(drain_job, interval=DRAIN_INTERVAL, first=DRAIN_INTERVAL, name="drain")
+    jobs.run_repeating(digest_job, interval=DIGEST_CHECK_INTERVAL, first=DIGEST_CHECK_INTERVAL,
+                       name="digests")
+    jobs.run_repeating(prune_job, interval=86400, first=600, name="prune")
     for language in SUPPORTED_LANGUAGES:
         commands = [BotCommand(name, t(language, text)) for name, text in COMMANDS]
         await application.bot.set_my_commands(
@@ -57,8 +86,56 @@ async def _post_init(application: Application) -> None:
 
 async def _post_shutdown(application: Application) -> None:
     services: Services = application.bot_data["services"]
+    if services.arxiv is not None:
+        await services.arxiv.aclose()
     if getattr(services, "storage", None) is not None:
         await services.storage.close()
+
+
+async def poll_job(context: BotContext) -> None:
+    """The scheduled poll: ingest, match, queue, then deliver what it queued."""
+    services = context.services
+    assert services.pipeline is not None and services.sender is not None
+    await services.pipeline.poll()
+    await services.sender.drain()
+
+
+async def drain_job(context: BotContext) -> None:
+    """Deliver whatever came due (retries, resumed chats); skipped while a drain runs."""
+    sender = context.services.sender
+    if sender is not None and not sender.busy:
+        await sender.drain()
+
+
+async def digest_job(context: BotContext) -> None:
+    """Send each digest-mode chat its daily digest once its local time has come."""
+    services = context.services
+    if services.sender is None:
+        return
+    await send_due_digests(services.storage, services.sender, services.clock.now())
+
+
+async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
+    """Send every digest that is due at `now`; returns how many chats were served."""
+    served = 0
+    for chat in await storage.chats.in_digest_mode():
+        if chat.digest_time is None or chat.paused:
+            continue
+        last = chat.last_digest_at if chat.last_digest_at is not None else now
+        if digest_due(now, last, chat.digest_time, chat.timezone):
+            await sender.send_daily_digest(chat.id)
+            await storage.chats.mark_digest_sent(chat.id, now)
+            served += 1
+    return served
+
+
+async def prune_job(context: BotContext) -> None:
+    """Forget delivered alerts after 30 days; pending and held ones are kept."""
+    services = context.services
+    before = services.clock.now() - OUTBOX_RETENTION_DAYS * 86400
+    pruned = await services.storage.outbox.prune(before)
+    if pruned:
+        log.info("pruned %d delivered alerts older than %d days", pruned, OUTBOX_RETENTION_DAYS)
 
 
 def build_application(settings: Settings, clock: Clock | None = None) -> Application:
@@ -86,6 +163,20 @@ def build_application(settings: Settings, clock: Clock | None = None) -> Applica
 
     application.add_handler(CommandHandler("start", basic.start))
     application.add_handler(CommandHandler("help", basic.help_command))
+    application.add_handler(CommandHandler("follow", subscriptions.follow))
+    application.add_handler(CommandHandler("unfollow", subscriptions.unfollow))
+    application.add_handler(CommandHandler("list", subscriptions.list_subscriptions))
+    application.add_handler(CommandHandler("saved", library.saved))
+    application.add_handler(CommandHandler("export", library.export))
+    application.add_handler(CommandHandler("paper", library.paper))
+    application.add_handler(CommandHandler("pause", settings.pause))
+    application.add_handler(CommandHandler("resume", settings.resume))
+    application.add_handler(CommandHandler("digest", settings.digest))
+    application.add_handler(CommandHandler("tz", settings.timezone))
+    application.add_handler(CommandHandler("lang", settings.language))
+    application.add_handler(CommandHandler("stats", overview.stats))
+    application.add_handler(CommandHandler("status", overview.status))
+    application.add_handler(CallbackQueryHandler(buttons.on_button))
     # Last in the group: a command nobody above handled.
     application.add_handler(MessageHandler(filters.COMMAND, basic.unknown_command))
     application.add_error_handler(basic.on_error)

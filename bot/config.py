@@ -195,3 +195,5 @@ def configure_logging(settings: Settings) -> None:
     if settings.log_level != "DEBUG":
         logging.getLogger("httpx").setLevel(logging.WARNING)
         logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    # pylatexenc reports every odd bit of TeX in a title at INFO; we fall back quietly.
+    logging.getLogger("pylatexenc").setLevel(logging.WARNING)

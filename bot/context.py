@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from telegram.ext import Application, CallbackContext, ExtBot
 
@@ -12,7 +12,11 @@ from bot.config import Settings
 from bot.storage import Storage
 
 if TYPE_CHECKING:
+    from bot.arxiv.client import ArxivClient
+    from bot.delivery.sender import Sender
+    from bot.pipeline import Pipeline
     from bot.storage.chats import Chat
+    from bot.subscriptions import SubscriptionService
 
 
 @dataclass
@@ -23,7 +27,11 @@ class Services:
     storage: Storage
     clock: Clock
     started_at: float
-    extras: dict[str, Any] = field(default_factory=dict)
+    # Opened in post_init (they need the event loop), hence optional until then.
+    subscriptions: SubscriptionService | None = None
+    arxiv: ArxivClient | None = None
+    sender: Sender | None = None
+    pipeline: Pipeline | None = None
 
 
 class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
@@ -44,6 +52,11 @@ class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
     @property
     def settings(self) -> Settings:
         return self.services.settings
+
+    @property
+    def subscriptions(self) -> SubscriptionService:
+        assert self.services.subscriptions is not None, "opened in post_init"
+        return self.services.subscriptions
 
     def now(self) -> float:
         return self.services.clock.now()

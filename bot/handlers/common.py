@@ -76,7 +76,7 @@ def quote(text: str) -> str:
 
 
 async def may_change_settings(update: Update, context: BotContext) -> bool:
-    """In groups only administrators may change subscriptions and settings; replies if not."""
+    """In groups only administrators may change subscriptions and settings; says so if not."""
     chat, user = update.effective_chat, update.effective_user
     if chat is None or chat.type in (ChatType.PRIVATE,):
         return True
@@ -91,7 +91,10 @@ async def may_change_settings(update: Update, context: BotContext) -> bool:
         ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER
     ):
         return True
-    await reply(update, context, t(
-        context.lang, "Only this group's administrators can change its subscriptions and settings."
-    ))
+    refusal = t(context.lang,
+                "Only this group's administrators can change its subscriptions and settings.")
+    if update.callback_query is not None:
+        await update.callback_query.answer(refusal, show_alert=True)
+    else:
+        await reply(update, context, refusal)
     return False

@@ -104,12 +104,16 @@ class ChatRepository:
     async def set_timezone(self, chat_id: int, timezone: str) -> None:
         await self._db.execute("UPDATE chats SET timezone = ? WHERE id = ?", (timezone, chat_id))
 
-    async def set_digest(self, chat_id: int, digest_time: str | None) -> None:
-        """Daily digest at `digest_time` ('HH:MM' local), or instant alerts when None."""
+    async def set_digest(self, chat_id: int, digest_time: str | None, now: float) -> None:
+        """Daily digest at `digest_time` ('HH:MM' local), or instant alerts when None.
+
+        The schedule counts from `now`, so the first digest is the next HH:MM, not at once.
+        """
         mode = "instant" if digest_time is None else "digest"
         await self._db.execute(
-            "UPDATE chats SET delivery_mode = ?, digest_time = ? WHERE id = ?",
-            (mode, digest_time, chat_id),
+            "UPDATE chats SET delivery_mode = ?, digest_time = ?, last_digest_at = ? "
+            "WHERE id = ?",
+            (mode, digest_time, now, chat_id),
         )
 
     async def mark_digest_sent(self, chat_id: int, now: float) -> None:

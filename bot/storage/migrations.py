@@ -54,7 +54,10 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             published        REAL,
             updated          REAL,
             first_seen_at    REAL NOT NULL,
-            last_changed_at  REAL NOT NULL
+            last_changed_at  REAL NOT NULL,
+            -- 0 for a paper known only from an API look-up (/paper): the feed announcing it
+            -- later must still count it as new, or its subscribers would never hear of it.
+            from_feed        INTEGER NOT NULL DEFAULT 1
         );
         CREATE INDEX papers_first_seen ON papers(first_seen_at);
 

@@ -74,8 +74,11 @@ class PaperRepository:
         stored = await self._latest(conn, unique.keys())
         changes: list[PaperChange] = []
         version_rows, paper_rows, fill_rows = [], [], []
+        looked_up_only = await self._looked_up_only(conn, stored.keys())
         for paper in unique.values():
             previous = stored.get(paper.arxiv_id)
+            if paper.arxiv_id in looked_up_only:
+                previous = None
             if previous is None:
                 status = "revised" if paper.version > 1 and paper.announce_type and \
                     paper.announce_type.is_revision else "new"
@@ -105,7 +108,10 @@ class PaperRepository:
                 license = COALESCE(excluded.license, papers.license),
                 published = COALESCE(papers.published, excluded.published),
                 updated = excluded.updated,
-                last_changed_at = excluded.last_changed_at
+                last_changed_at = excluded.last_changed_at,
+                first_seen_at = CASE WHEN papers.from_feed THEN papers.first_seen_at
+                                     ELSE excluded.first_seen_at END,
+                from_feed = 1
             """,
             [
                 (p.arxiv_id, p.version, p.title, json.dumps(list(p.authors)), p.abstract,
@@ -138,6 +144,44 @@ class PaperRepository:
              if p.comment or p.journal_ref or p.doi],
         )
         return changes
+
+    @staticmethod
+    async def _looked_up_only(conn: aiosqlite.Connection, ids: Iterable[str]) -> set[str]:
+        ids = list(ids)
+        found: set[str] = set()
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start:start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            cursor = await conn.execute(
+                f"SELECT arxiv_id FROM papers WHERE from_feed = 0 AND arxiv_id IN ({marks})",
+                chunk,
+            )
+            found.update(row["arxiv_id"] for row in await cursor.fetchall())
+        return found
+
+    async def cache_lookups(self, papers: Sequence[Paper], now: float) -> None:
+        """Keep papers fetched by id from the API (for /paper and saving) without marking them
+        as announced: the feed that lists them later still counts them as new."""
+        async with self._db.transaction() as conn:
+            await conn.executemany(
+                """
+                INSERT INTO papers (arxiv_id, latest_version, title, authors, abstract, categories,
+                    primary_category, comment, journal_ref, doi, license, published, updated,
+                    first_seen_at, last_changed_at, from_feed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+                ON CONFLICT (arxiv_id) DO UPDATE SET
+                    comment = COALESCE(papers.comment, excluded.comment),
+                    journal_ref = COALESCE(papers.journal_ref, excluded.journal_ref),
+                    doi = COALESCE(papers.doi, excluded.doi),
+                    published = COALESCE(papers.published, excluded.published)
+                """,
+                [
+                    (p.arxiv_id, p.version, p.title, json.dumps(list(p.authors)), p.abstract,
+                     json.dumps(list(p.categories)), p.primary_category, p.comment,
+                     p.journal_ref, p.doi, p.license, _ts(p.published), _ts(p.updated), now, now)
+                    for p in papers
+                ],
+            )
 
     @staticmethod
     async def _latest(conn: aiosqlite.Connection, ids: Iterable[str]) -> dict[str, Paper]:
@@ -193,7 +237,9 @@ class PaperRepository:
     async def seen_since(self, since: float) -> list[Paper]:
         """Latest versions of papers stored or changed since `since` (for /follow previews)."""
         rows = await self._db.fetchall(
-            "SELECT * FROM papers WHERE last_changed_at >= ? ORDER BY last_changed_at", (since,)
+            "SELECT * FROM papers WHERE last_changed_at >= ? AND from_feed = 1 "
+            "ORDER BY last_changed_at",
+            (since,),
         )
         return [paper_from_row(r) for r in rows]
 

@@ -44,9 +44,17 @@ class SourceRepository:
 
     async def record_success(
         self, url: str, now: float, status: int, items: int | None,
-        etag: str | None, last_modified: str | None,
+        etag: str | None, last_modified: str | None, *, clear_validators: bool = False,
     ) -> None:
-        """A fetch that parsed: store validators, reset failures. `items` None keeps the last."""
+        """A fetch that parsed: store validators, reset failures. `items` None keeps the last.
+
+        `clear_validators` forgets the stored ETag/Last-Modified so the next request is a
+        full GET (after an empty feed, which must not be trusted through a 304).
+        """
+        if clear_validators:
+            await self._db.execute(
+                "UPDATE sources SET etag = NULL, last_modified = NULL WHERE url = ?", (url,)
+            )
         await self._db.execute(
             """
             INSERT INTO sources (url, etag, last_modified, last_attempt_at, last_success_at,

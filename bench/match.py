@@ -1,0 +1,208 @@
+"""Benchmark: 100,000 subscriptions over 10,000 chats matched against 2,000 papers.
+
+Run with `.venv/bin/python bench/match.py [--seed N]`. Vocabulary and author names come from
+`bench/vocabulary.txt` (words of real arXiv titles and abstracts, with counts); papers draw their
+words with Zipf-like frequencies plus a few topic words, subscriptions favour topical words.
+The naive baseline evaluates every subscription's AST on precomputed paper features, i.e. the
+same evaluator without the index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bot.models import Paper  # noqa: E402
+from bot.query.matcher import Matcher, PaperFeatures, evaluate_features  # noqa: E402
+from bot.query.parser import CATEGORIES, Node, QueryError, parse  # noqa: E402
+
+SUBSCRIPTIONS = 100_000
+CHATS = 10_000
+PAPERS = 2_000
+NAIVE_SUBSCRIPTIONS = 1_000
+
+# Where papers are listed: cs-heavy, like the bot's default ingest.
+_CATEGORY_WEIGHTS = {
+    "cs.LG": 30, "cs.CV": 22, "cs.CL": 18, "cs.AI": 16, "cs.RO": 6, "cs.CR": 6, "cs.SE": 5,
+    "cs.IT": 4, "cs.DS": 3, "cs.NI": 3, "cs.HC": 3, "cs.IR": 3, "stat.ML": 8, "math.OC": 4,
+    "eess.SP": 4, "eess.IV": 3, "quant-ph": 5, "physics.comp-ph": 2, "q-bio.NC": 2, "hep-th": 3,
+    "astro-ph.CO": 3, "cond-mat.str-el": 2, "math.AG": 2, "econ.EM": 1,
+}
+_LATEX_BITS = [r"$\alpha$-", r"$O(n\log n)$ ", r"\emph{", "} ", r"M\"uller ", "&amp; ", "$k$-"]
+
+
+def _load_vocabulary() -> tuple[list[str], list[str]]:
+    section = ""
+    words: list[str] = []
+    names: list[str] = []
+    path = Path(__file__).with_name("vocabulary.txt")
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            section = line
+        elif section == "[words]":
+            words.append(line.split()[0])
+        elif section == "[names]":
+            names.append(line)
+    return words, names
+
+
+class Corpus:
+    """Synthetic but realistic papers and subscriptions from one random seed."""
+
+    def __init__(self, seed: int) -> None:
+        self.random = random.Random(seed)
+        self.words, base_names = _load_vocabulary()
+        # Zipf weights by rank (s = 1.05) for running text.
+        self.zipf = [1.0 / (rank + 1) ** 1.05 for rank in range(len(self.words))]
+        self.cumulative = _cumulate(self.zipf)
+        content = [w for w in self.words[150:] if len(w) >= 4]
+        self.content = content
+        # 600 topics of 15 words each: papers on a topic use them, subscribers follow them.
+        self.topics = [self.random.sample(content, 15) for _ in range(600)]
+        given = sorted({n.split()[0] for n in base_names if len(n.split()[0]) > 2})
+        surnames = sorted({n.split()[-1] for n in base_names})
+        extra = ["Müller", "Wübben", "Łukasiewicz", "van der Berg", "de Oliveira Neves", "Østergaard",
+                 "Del Maestro", "García-Pérez", "Nguyễn", "Yoneki"]
+        self.people = [f"{self.random.choice(given)} {self.random.choice(surnames + extra)}"
+                       for _ in range(30_000)]
+        self.categories = list(_CATEGORY_WEIGHTS)
+        self.category_cumulative = _cumulate(list(_CATEGORY_WEIGHTS.values()))
+
+    def _text(self, length: int, topic: list[str]) -> str:
+        tokens = self.random.choices(self.words, cum_weights=self.cumulative, k=length)
+        for index in self.random.sample(range(length), k=length // 8):
+            tokens[index] = self.random.choice(topic)
+        parts = []
+        for token in tokens:
+            roll = self.random.random()
+            if roll < 0.02:
+                parts.append(self.random.choice(_LATEX_BITS))
+            parts.append(token)
+            parts.append("-" if roll > 0.97 else ", " if roll > 0.93 else " ")
+        return "".join(parts)
+
+    def paper(self, number: int) -> Paper:
+        topic = self.random.choice(self.topics)
+        categories = self.random.choices(self.categories, cum_weights=self.category_cumulative,
+                                         k=self.random.randint(1, 3))
+        return Paper(
+            arxiv_id=f"2611.{number:05d}",
+            version=1,
+            title=self._text(self.random.randint(6, 14), topic).title(),
+            authors=tuple(self.random.sample(self.people, self.random.randint(1, 8))),
+            abstract=self._text(self.random.randint(110, 220), topic),
+            categories=tuple(dict.fromkeys(categories)),
+        )
+
+    def _topical_word(self) -> str:
+        return self.random.choice(self.random.choice(self.topics))
+
+    def _term(self) -> str:
+        roll = self.random.random()
+        if roll < 0.08:
+            return self.random.choice(sorted(CATEGORIES))
+        if roll < 0.38:
+            person = self.random.choice(self.people)
+            given, _, surname = person.partition(" ")
+            style = self.random.random()
+            if style < 0.4:
+                return f'au:"{surname}"'
+            if style < 0.7:
+                return f'au:"{given[0]}. {surname}"'
+            return f'au:"{person}"'
+        if roll < 0.68:
+            field = self.random.choice(["", "", "", "ti:", "abs:"])
+            return f"{field}{self._topical_word()}"
+        if roll < 0.85:
+            topic = self.random.choice(self.topics)
+            return f'"{" ".join(self.random.sample(topic, 2))}"'
+        stem = self._topical_word()
+        return f"{stem[:max(4, len(stem) - 3)]}*"
+
+    def query(self) -> str:
+        roll = self.random.random()
+        if roll < 0.55:
+            return self._term()
+        if roll < 0.65:
+            category = self.random.choice(self.categories)
+            return f"cat:{category} {self._term()}"
+        if roll < 0.80:
+            return f"{self._term()} OR {self._term()} OR {self._term()}"
+        if roll < 0.90:
+            return f"({self._term()} OR {self._term()}) {self.random.choice(self.categories)}"
+        return f"{self._term()} -{self._term()}"
+
+
+def _cumulate(weights: list[float]) -> list[float]:
+    total = 0.0
+    out = []
+    for weight in weights:
+        total += weight
+        out.append(total)
+    return out
+
+
+def main() -> None:
+    arguments = argparse.ArgumentParser(description=__doc__)
+    arguments.add_argument("--seed", type=int, default=1)
+    seed = arguments.parse_args().seed
+
+    corpus = Corpus(seed)
+    papers = [corpus.paper(number) for number in range(PAPERS)]
+    subscriptions: list[tuple[int, int, Node]] = []
+    while len(subscriptions) < SUBSCRIPTIONS:
+        try:
+            node = parse(corpus.query())
+        except QueryError:
+            continue
+        sub_id = len(subscriptions) + 1
+        subscriptions.append((sub_id, corpus.random.randrange(CHATS), node))
+
+    gc.collect()
+    started = time.perf_counter()
+    matcher = Matcher.build(subscriptions)
+    build_seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    results = matcher.match(papers)
+    match_seconds = time.perf_counter() - started
+    matches = sum(len(found) for found in results.values())
+    pairs = sum(len(m.subscription_ids) for found in results.values() for m in found)
+
+    # Naive baseline: every paper against a sample of subscriptions, on precomputed features.
+    sample = subscriptions[:NAIVE_SUBSCRIPTIONS]
+    started = time.perf_counter()
+    features = [PaperFeatures(paper) for paper in papers]
+    naive_pairs = {(paper.arxiv_id, sub_id) for paper, feats in zip(papers, features, strict=True)
+                   for sub_id, _, node in sample if evaluate_features(node, feats)}
+    naive_seconds = time.perf_counter() - started
+    naive_full = naive_seconds * len(subscriptions) / len(sample)
+    sampled = {sub_id for sub_id, _, _ in sample}
+    indexed_pairs = {(m.paper.arxiv_id, sub_id) for found in results.values() for m in found
+                     for sub_id in m.subscription_ids if sub_id in sampled}
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"subscriptions: {len(subscriptions):,} over {CHATS:,} chats; papers: {len(papers):,}")
+    print(f"index build time: {build_seconds:.3f} s")
+    print(f"match time: {match_seconds:.3f} s")
+    print(f"matches found: {matches:,} (paper, chat) alerts, {pairs:,} (paper, subscription) "
+          f"pairs, in {len(results):,} chats")
+    print(f"naive on {len(papers):,} papers x {len(sample):,} subscriptions: "
+          f"{naive_seconds:.3f} s, extrapolated to all: {naive_full:.1f} s")
+    print(f"speed-up over naive: {naive_full / match_seconds:.0f}x")
+    print(f"sample agrees with naive: {indexed_pairs == naive_pairs} "
+          f"({len(naive_pairs):,} pairs)")
+    print(f"peak memory (max RSS of the whole process): {peak_mb:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,305 @@
+"""The one HTTP client for all arXiv traffic: polite pacing, conditional GET, bounded retries."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import urlencode, urljoin
+
+import httpx
+
+from bot import __version__
+from bot.arxiv.feeds import (
+    ApiError,
+    ApiResult,
+    ArxivError,
+    FeedError,
+    FetchTimeoutError,
+    HTTPStatusError,
+    NetworkError,
+    RateLimitedError,
+    RssFeed,
+    parse_api,
+    parse_rss,
+)
+from bot.models import ArxivId, Paper
+
+__all__ = [
+    "ApiError",
+    "ArxivClient",
+    "ArxivError",
+    "FeedError",
+    "FetchResult",
+    "FetchTimeoutError",
+    "HTTPStatusError",
+    "NetworkError",
+    "RateLimitedError",
+    "RssFetch",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RSS_URL = "https://rss.arxiv.org/rss"
+DEFAULT_API_URL = "https://export.arxiv.org/api/query"
+# arXiv's API terms of use: "make no more than one request every three seconds, and limit
+# requests to a single connection at a time." The feeds are served by the same people, so all
+# arXiv traffic shares this one gap.
+DEFAULT_MIN_INTERVAL = 3.0
+_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_MAX_REDIRECTS = 3
+_ID_BATCH = 100
+
+SleepFn = Callable[[float], Awaitable[object]]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """One completed GET: the body (empty on 304) and the validators for the next request."""
+
+    url: str
+    status: int
+    body: bytes
+    etag: str | None
+    last_modified: str | None
+    not_modified: bool
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class RssFetch:
+    """A feed request and, unless arXiv answered 304 Not Modified, the parsed feed."""
+
+    result: FetchResult
+    feed: RssFeed | None
+
+
+class ArxivClient:
+    """Talks to rss.arxiv.org and the arXiv API over one connection, one request at a time."""
+
+    def __init__(
+        self,
+        *,
+        rss_url: str = DEFAULT_RSS_URL,
+        api_url: str = DEFAULT_API_URL,
+        contact: str = "",
+        min_interval: float = DEFAULT_MIN_INTERVAL,
+        timeout: float = 30.0,
+        max_attempts: int = 4,
+        backoff_base: float = 2.0,
+        max_backoff: float = 60.0,
+        max_retry_after: float = 300.0,
+        max_body_bytes: int = 64 * 1024 * 1024,
+        sleep: SleepFn = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if min_interval < 0 or timeout <= 0:
+            raise ValueError("min_interval must be >= 0 and timeout > 0")
+        self.rss_url = rss_url.rstrip("/")
+        self.api_url = api_url
+        self.user_agent = f"arxiv-alert-bot/{__version__} {contact}".strip()
+        self._min_interval = min_interval
+        self._max_attempts = max_attempts
+        self._backoff_base = backoff_base
+        self._max_backoff = max_backoff
+        self._max_retry_after = max_retry_after
+        self._max_body_bytes = max_body_bytes
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._gate = asyncio.Lock()
+        self._last_request_end: float | None = None
+        self._http = httpx.AsyncClient(
+            headers={"User-Agent": self.user_agent},
+            timeout=httpx.Timeout(timeout),
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            # Redirects are followed by hand so that each hop waits its turn at the gate.
+            follow_redirects=False,
+        )
+
+    async def __aenter__(self) -> ArxivClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def fetch(self, url: str, etag: str | None = None,
+                    last_modified: str | None = None) -> FetchResult:
+        """GET `url` (conditionally, given validators); retry transient faults, then raise."""
+        return await self._fetch(url, etag=etag, last_modified=last_modified)
+
+    async def fetch_rss(self, url: str, etag: str | None = None,
+                        last_modified: str | None = None) -> RssFetch:
+        """Fetch and parse one announcement feed; `feed` is None when arXiv answered 304."""
+        result = await self._fetch(url, etag=etag, last_modified=last_modified)
+        if result.not_modified:
+            return RssFetch(result, None)
+        try:
+            # A full feed is megabytes of XML: parse it off the event loop.
+            feed = await asyncio.to_thread(parse_rss, result.body)
+        except ArxivError as exc:
+            exc.url = url
+            exc.attempts = result.attempts
+            raise
+        return RssFetch(result, feed)
+
+    async def lookup_ids(self, ids: Iterable[str]) -> list[Paper]:
+        """The papers with these ids (latest version unless given); unknown ids are left out."""
+        wanted: list[str] = []
+        for raw in ids:
+            parsed = ArxivId.parse(raw)
+            if parsed is None:
+                raise ValueError(f"not an arXiv id: {raw[:60]!r}")
+            wanted.append(str(parsed))
+        papers: list[Paper] = []
+        for start in range(0, len(wanted), _ID_BATCH):
+            batch = wanted[start:start + _ID_BATCH]
+            query = {"id_list": ",".join(batch), "max_results": str(len(batch))}
+            result = await self._api(query)
+            papers.extend(result.papers)
+        return papers
+
+    async def search(self, query: str, *, start: int = 0, max_results: int = 10,
+                     sort_by: str = "relevance", sort_order: str = "descending") -> ApiResult:
+        """Run an arXiv API `search_query` (e.g. `au:del_maestro AND cat:cond-mat.str-el`)."""
+        return await self._api({
+            "search_query": query,
+            "start": str(start),
+            "max_results": str(max_results),
+            "sortBy": sort_by,
+            "sortOrder": sort_order,
+        })
+
+    async def _api(self, params: dict[str, str]) -> ApiResult:
+        url = f"{self.api_url}?{urlencode(params, safe=',:/')}"
+        # arXiv's API reports bad queries as an Atom error entry with HTTP 400.
+        result = await self._fetch(url, extra_ok=frozenset({400}))
+        try:
+            parsed = await asyncio.to_thread(parse_api, result.body)
+        except ArxivError as exc:
+            exc.url = url
+            exc.attempts = result.attempts
+            if result.status == 400 and not isinstance(exc, ApiError):
+                raise HTTPStatusError(400, url=url, attempts=result.attempts) from exc
+            raise
+        if result.status == 400:
+            raise HTTPStatusError(400, url=url, attempts=result.attempts)
+        return parsed
+
+    async def _fetch(self, url: str, *, etag: str | None = None,
+                     last_modified: str | None = None,
+                     extra_ok: frozenset[int] = frozenset()) -> FetchResult:
+        headers: dict[str, str] = {}
+        if etag:
+            headers["If-None-Match"] = etag
+        if last_modified:
+            headers["If-Modified-Since"] = last_modified
+        attempt = 0
+        redirects = 0
+        while True:
+            attempt += 1
+            try:
+                status, response_headers, body = await self._send(url, headers)
+            except httpx.TimeoutException as exc:
+                failure: ArxivError = FetchTimeoutError(
+                    f"arXiv did not answer in time ({type(exc).__name__})", url=url)
+                retry_after = None
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+                raise ArxivError(f"bad arXiv URL: {exc}", url=url, attempts=attempt) from exc
+            except httpx.RequestError as exc:  # refused, reset, cut short, undecodable
+                failure = NetworkError(f"connection to arXiv failed ({type(exc).__name__})",
+                                       url=url)
+                retry_after = None
+            else:
+                if status in _REDIRECT_STATUSES and "location" in response_headers:
+                    redirects += 1
+                    if redirects > _MAX_REDIRECTS:
+                        raise HTTPStatusError(status, "too many redirects", url=url,
+                                              attempts=attempt)
+                    url = urljoin(url, response_headers["location"])
+                    attempt -= 1
+                    continue
+                if status == 304 or 200 <= status < 300 or status in extra_ok:
+                    return FetchResult(
+                        url=url,
+                        status=status,
+                        body=b"" if status == 304 else body,
+                        etag=response_headers.get("etag") or (etag if status == 304 else None),
+                        last_modified=response_headers.get("last-modified")
+                        or (last_modified if status == 304 else None),
+                        not_modified=status == 304,
+                        attempts=attempt,
+                    )
+                if status not in _RETRY_STATUSES:
+                    raise HTTPStatusError(status, url=url, attempts=attempt, retryable=False)
+                error_type = RateLimitedError if status == 429 else HTTPStatusError
+                failure = error_type(status, url=url, retryable=True)
+                retry_after = _retry_after_seconds(response_headers.get("retry-after"))
+
+            if attempt >= self._max_attempts:
+                failure.attempts = attempt
+                raise failure
+            delay = self._backoff(attempt, retry_after)
+            log.warning("arXiv request failed (%s), attempt %d of %d, retrying in %.1f s",
+                        failure.message, attempt, self._max_attempts, delay)
+            await self._sleep(delay)
+
+    async def _send(self, url: str, headers: dict[str, str]
+                    ) -> tuple[int, httpx.Headers, bytes]:
+        async with self._gate:
+            if self._last_request_end is not None:
+                wait = self._last_request_end + self._min_interval - time.monotonic()
+                if wait > 0:
+                    # Always a real sleep: the gap is a promise to arXiv, not a test knob.
+                    await asyncio.sleep(wait)
+            try:
+                async with self._http.stream("GET", url, headers=headers) as response:
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > self._max_body_bytes:
+                            raise FeedError(f"response larger than {self._max_body_bytes} bytes",
+                                            url=url, retryable=False)
+                        chunks.append(chunk)
+                    return response.status_code, response.headers, b"".join(chunks)
+            finally:
+                # Measured from the end of each request, so arXiv sees the gap between
+                # arrivals even when a response is slow.
+                self._last_request_end = time.monotonic()
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self._max_retry_after)
+        exponential = self._backoff_base * 2 ** (attempt - 1)
+        jitter = self._rng.uniform(0, self._backoff_base)
+        return min(exponential + jitter, self._max_backoff)
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After as seconds: either a number of seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

@@ -1,0 +1,192 @@
+"""Inline-button callback data: versioned, compact (Telegram allows 64 bytes) and parsed here only.
+
+Wire format: `v1:<kind>:<fields…>`, fields separated by `:`.
+
+| kind | data | action |
+| --- | --- | --- |
+| `s` | `v1:s:2611.11450v2` or `v1:s:2611.11450v2:7` | toggle Save (`:7` = entry 7 of a digest) |
+| `a` | `v1:a:2611.11450v2:1` | show the full abstract (`1`) or collapse it (`0`) |
+| `u` | `v1:u:42` | remove subscription row 42 (the handler checks it belongs to the chat) |
+| `p` | `v1:p:3` | show page 3 (1-based) of the saved library |
+| `r` | `v1:r:2611.11450:3` | remove a paper from the saved library, then show page 3 |
+| `n` | `v1:n` | a label-only button (e.g. the page counter); does nothing |
+
+Button data can be forged by any client, so every field is validated and anything unexpected
+decodes to None; ownership (a subscription row belonging to the pressing chat) is the handler's
+check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.models import ArxivId
+
+VERSION = "v1"
+MAX_BYTES = 64  # Telegram's limit on callback_data
+MAX_PAPER_VERSION = 999
+MAX_DIGEST_NUMBER = 999
+MAX_PAGE = 100_000
+MAX_ROW_ID = 2**63 - 1  # SQLite's largest rowid
+
+_NUMBER = re.compile(r"0|[1-9][0-9]{0,18}")
+
+
+def _check_number(name: str, value: int, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+
+
+def _check_id(arxiv_id: ArxivId) -> None:
+    if (not isinstance(arxiv_id, ArxivId) or not str(arxiv_id).isascii()
+            or ArxivId.parse(str(arxiv_id)) != arxiv_id):
+        raise ValueError(f"not a canonical arXiv id: {arxiv_id!r}")
+    if arxiv_id.version is not None:
+        _check_number("version", arxiv_id.version, 1, MAX_PAPER_VERSION)
+
+
+@dataclass(frozen=True, slots=True)
+class ToggleSave:
+    """Save or unsave a paper; `number` is set on the numbered buttons of a digest."""
+
+    paper: ArxivId  # with the version the message showed, when known
+    number: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_id(self.paper)
+        if self.number is not None:
+            _check_number("number", self.number, 1, MAX_DIGEST_NUMBER)
+
+
+@dataclass(frozen=True, slots=True)
+class ToggleAbstract:
+    """Expand (`expand=True`) or collapse the abstract of one paper version's message."""
+
+    paper: ArxivId
+    expand: bool
+
+    def __post_init__(self) -> None:
+        _check_id(self.paper)
+        if self.paper.version is None:
+            raise ValueError("the abstract button needs a versioned id")
+        if not isinstance(self.expand, bool):
+            raise ValueError(f"expand must be a bool, got {self.expand!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Unfollow:
+    """Remove a subscription by its global row id (the handler checks the chat owns it)."""
+
+    subscription_id: int
+
+    def __post_init__(self) -> None:
+        _check_number("subscription_id", self.subscription_id, 1, MAX_ROW_ID)
+
+
+@dataclass(frozen=True, slots=True)
+class SavedPage:
+    """Show one page (1-based) of the chat's saved library."""
+
+    page: int
+
+    def __post_init__(self) -> None:
+        _check_number("page", self.page, 1, MAX_PAGE)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveSaved:
+    """Remove a paper from the saved library, then show `page` again."""
+
+    paper: ArxivId  # base id, no version: the library holds papers, not versions
+    page: int
+
+    def __post_init__(self) -> None:
+        _check_id(self.paper)
+        if self.paper.version is not None:
+            raise ValueError("a saved paper is identified by its base id")
+        _check_number("page", self.page, 1, MAX_PAGE)
+
+
+@dataclass(frozen=True, slots=True)
+class Noop:
+    """A button that only shows a label, such as the page counter."""
+
+
+Action = ToggleSave | ToggleAbstract | Unfollow | SavedPage | RemoveSaved | Noop
+
+
+def encode(action: Action) -> str:
+    """Callback data for `action`; ValueError if it would not fit in Telegram's 64 bytes."""
+    match action:
+        case ToggleSave(paper=paper, number=None):
+            fields = ["s", str(paper)]
+        case ToggleSave(paper=paper, number=number):
+            fields = ["s", str(paper), str(number)]
+        case ToggleAbstract(paper=paper, expand=expand):
+            fields = ["a", str(paper), "1" if expand else "0"]
+        case Unfollow(subscription_id=row_id):
+            fields = ["u", str(row_id)]
+        case SavedPage(page=page):
+            fields = ["p", str(page)]
+        case RemoveSaved(paper=paper, page=page):
+            fields = ["r", str(paper), str(page)]
+        case Noop():
+            fields = ["n"]
+        case _:
+            raise TypeError(f"not a callback action: {action!r}")
+    data = ":".join([VERSION, *fields])
+    if len(data.encode()) > MAX_BYTES:
+        raise ValueError(f"callback data over {MAX_BYTES} bytes: {data!r}")
+    return data
+
+
+def decode(data: object) -> Action | None:
+    """The action in callback data, or None for anything malformed, stale or forged."""
+    if not isinstance(data, str) or not data.isascii() or len(data) > MAX_BYTES:
+        return None
+    version, _, rest = data.partition(":")
+    if version != VERSION:
+        return None
+    kind, *fields = rest.split(":")
+    try:
+        return _decode_fields(kind, fields)
+    except ValueError:  # a field failed its dataclass's validation
+        return None
+
+
+def _decode_fields(kind: str, fields: list[str]) -> Action | None:
+    match kind, fields:
+        case "s", [paper]:
+            return _with_id(paper, lambda p: ToggleSave(p))
+        case "s", [paper, number]:
+            n = _int(number)
+            return None if n is None else _with_id(paper, lambda p: ToggleSave(p, n))
+        case "a", [paper, ("0" | "1") as flag]:
+            return _with_id(paper, lambda p: ToggleAbstract(p, flag == "1"))
+        case "u", [row_id]:
+            n = _int(row_id)
+            return None if n is None else Unfollow(n)
+        case "p", [page]:
+            n = _int(page)
+            return None if n is None else SavedPage(n)
+        case "r", [paper, page]:
+            n = _int(page)
+            return None if n is None else _with_id(paper, lambda p: RemoveSaved(p, n))
+        case "n", []:
+            return Noop()
+    return None
+
+
+def _int(text: str) -> int | None:
+    """A canonical non-negative decimal (no sign, no leading zeros, at most 19 digits)."""
+    return int(text) if _NUMBER.fullmatch(text) else None
+
+
+def _with_id(text: str, build: Callable[[ArxivId], Action]) -> Action | None:
+    parsed = ArxivId.parse(text)
+    # Only the canonical spelling is accepted, so data round-trips and has one meaning.
+    if parsed is None or str(parsed) != text:
+        return None
+    return build(parsed)

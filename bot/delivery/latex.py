@@ -1,0 +1,147 @@
+"""Basic LaTeX in arXiv titles and abstracts rendered as plain Unicode text for display."""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from pylatexenc import latexwalker
+from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
+from pylatexenc.macrospec import MacroSpec
+
+log = logging.getLogger(__name__)
+
+# Without one of these characters pylatexenc has nothing to do, and skipping it keeps plain
+# titles byte-for-byte (e.g. `--` stays as typed).
+_LATEX_MARKERS = frozenset("\\$")
+
+_SUPERSCRIPTS = dict(zip("0123456789+-=()ni", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱ", strict=True))
+_SUBSCRIPTS = dict(zip("0123456789+-=()aeoxhklmnpstij", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₒₓₕₖₗₘₙₚₛₜᵢⱼ",
+                       strict=True))
+
+# `$…$`, `\(…\)` and `\[…\]`: where `^2` means a superscript rather than a caret.
+_MATH_SEGMENT = re.compile(r"(?<!\\)\$[^$]*(?<!\\)\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL)
+_SCRIPT = re.compile(r"([\^_])(?:\{([^{}\\]*)\}|([0-9a-zA-Z+\-=()]))")
+_CONTROL_WORD = re.compile(r"\\[A-Za-z]+")
+# Arguments that are meant to vanish from display (a link target, a citation key).
+_DROPPED_ARGUMENT = re.compile(r"\\(?:href|url|cite[tp]?|ref|eqref|label)\s*\{[^{}]*\}")
+# A control word swallows the space after it (`\\alpha and` → "αand"); an empty group keeps it.
+_SPACE_AFTER_WORD = re.compile(r"(\\[A-Za-z]+)(?=\s+[^\s{\[])")
+_OPERATORS = ("log", "ln", "exp", "sin", "cos", "tan", "max", "min", "arg", "det", "dim",
+              "lim", "sup", "inf", "Pr", "gcd", "deg")
+
+
+def latex_to_unicode(text: str) -> str:
+    """Render basic LaTeX as Unicode with collapsed whitespace; never raises, never eats text."""
+    try:
+        raw = clean_text(text)
+        if not _LATEX_MARKERS.intersection(raw):
+            return raw
+        rendered = _converter().latex_to_text(_protect(raw), latex_context=_walker_db())
+        converted = clean_text(rendered)
+    except Exception:  # pylatexenc has thrown IndexError/RecursionError on odd input
+        log.debug("LaTeX conversion failed, showing raw text: %r", text[:200])
+        return clean_text(text) if isinstance(text, str) else ""
+    return converted if _looks_complete(raw, converted) else raw
+
+
+def clean_text(text: str) -> str:
+    """Drop control characters and lone surrogates, collapse whitespace (no LaTeX handling)."""
+    kept = "".join(
+        " " if ch.isspace() else ch
+        for ch in text
+        if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cs")
+    )
+    return " ".join(kept.split())
+
+
+def _protect(text: str) -> str:
+    """Escape what LaTeX would swallow but a title means literally: `%`, `&`, a lone `$`, `~`."""
+    text = re.sub(r"(?<!\\)%", r"\\%", text)  # a comment would eat the rest of the line
+    text = re.sub(r"(?<!\\)&", r"\\&", text)  # an alignment tab would become spaces
+    # `~5%` (approximately) is meant literally; `Fig.~1` is a non-breaking space.
+    text = re.sub(r"(?:(?<=\s)|^)~", r"\\textasciitilde{}", text)
+    text = re.sub(r"(?<!\\)\$\$", "$", text)
+    dollars = [m.start() for m in re.finditer(r"(?<!\\)\$", text)]
+    if len(dollars) % 2:  # an unpaired `$` is a currency sign, not math
+        amounts = [pos for pos in dollars if text[pos + 1 : pos + 2].isdigit()]
+        lone = amounts[0] if amounts else dollars[-1]
+        text = text[:lone] + "\\" + text[lone:]
+    text = _escape_currency_pairs(text)
+    text = _SPACE_AFTER_WORD.sub(r"\1{}", text)
+    return _MATH_SEGMENT.sub(lambda m: _SCRIPT.sub(_script_to_unicode, m.group(0)), text)
+
+
+def _escape_currency_pairs(text: str) -> str:
+    """Escape `$…$` pairs that read as two dollar amounts (`$5 and $6`) rather than math."""
+    out = []
+    position = 0
+    for match in re.finditer(r"(?<!\\)\$([^$]*)(?<!\\)\$", text):
+        body = match.group(1)
+        if body[:1].isdigit() and body[-1:].isspace():
+            out.append(text[position : match.start()])
+            out.append("\\$" + body + "\\$")
+            position = match.end()
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _script_to_unicode(match: re.Match[str]) -> str:
+    table = _SUPERSCRIPTS if match.group(1) == "^" else _SUBSCRIPTS
+    body = match.group(2) if match.group(2) is not None else match.group(3)
+    if body and all(ch in table for ch in body):
+        return "".join(table[ch] for ch in body)
+    return match.group(0)
+
+
+def _looks_complete(raw: str, converted: str) -> bool:
+    """False when conversion lost most of the words (e.g. an unknown macro ate its argument)."""
+    source = _CONTROL_WORD.sub("", _DROPPED_ARGUMENT.sub("", raw))
+    wanted = sum(ch.isalnum() for ch in source)
+    kept = sum(ch.isalnum() for ch in converted)
+    if wanted == 0:
+        return bool(converted) or not raw
+    return kept * 2 >= wanted
+
+
+@cache
+def _converter() -> LatexNodes2Text:
+    db = get_default_latex_context_db()
+    keep = [
+        MacroTextSpec(name, discard=False)
+        for name in ("mbox", "hbox", "fbox", "texttt", "textsf", "textup", "textmd",
+                     "textnormal", "boldsymbol", "bm", "operatorname", "ensuremath")
+    ]
+    literal = [
+        MacroTextSpec(name, simplify_repl=text)
+        for name, text in (
+            ("LaTeX", "LaTeX"), ("TeX", "TeX"), ("today", "today"), ("ne", "≠"),
+            ("neq", "≠"), ("cite", ""), ("citet", ""), ("citep", ""), ("ref", ""),
+            ("eqref", ""), ("label", ""), ("url", "%s"), ("href", "%(2)s"),
+        )
+    ]
+    literal += [MacroTextSpec(name, simplify_repl=_operator(name)) for name in _OPERATORS]
+    db.add_context_category("arxiv-display", macros=keep + literal, prepend=True)
+    return LatexNodes2Text(latex_context=db, math_mode="text")
+
+
+def _operator(name: str) -> Callable[[Any], str]:
+    """`n\\log n` reads "n log n": a space before the operator name when a letter precedes it."""
+
+    def render(node: Any) -> str:
+        source = node.parsing_state.s
+        before = source[node.pos - 1] if node.pos > 0 else " "
+        return f" {name}" if before.isalnum() else name
+
+    return render
+
+
+@cache
+def _walker_db() -> object:
+    db = latexwalker.get_default_latex_context_db()
+    db.add_context_category("arxiv-display", macros=[MacroSpec("href", "{{")], prepend=True)
+    return db

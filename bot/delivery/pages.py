@@ -1,0 +1,54 @@
+"""Pure rendering of the paged saved library."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+from bot import callbacks
+from bot.delivery.latex import latex_to_unicode
+from bot.delivery.render import RenderedMessage, shorten_authors, truncate_at_word
+from bot.i18n import t
+from bot.models import ArxivId, Paper
+
+PAGE_SIZE = 5
+
+
+def page_count(total: int) -> int:
+    return max(1, -(-total // PAGE_SIZE))
+
+
+def render_saved_page(papers: Sequence[Paper], *, page: int, total: int,
+                      lang: str = "en") -> RenderedMessage:
+    """One page of the library: numbered papers, a remove button each, ◀ page/pages ▶."""
+    pages = page_count(total)
+    if total == 0:
+        text = t(lang, "Your library is empty. Tap <b>Save</b> under any paper to keep it here.")
+        return RenderedMessage(text, InlineKeyboardMarkup([]))
+    lines = [t(lang, "<b>Your library</b> — {total} saved, page {page}/{pages}",
+               total=total, page=page, pages=pages), ""]
+    remove_row = []
+    first_number = (page - 1) * PAGE_SIZE + 1
+    for number, paper in enumerate(papers, start=first_number):
+        title = html.escape(truncate_at_word(latex_to_unicode(paper.title), 200))
+        authors = html.escape(shorten_authors(paper.authors, 2, lang=lang)[:150])
+        lines.append(f"{number}. <b>{title}</b>\n    {authors} · "
+                     f"<a href=\"{html.escape(paper.abs_url)}\">arXiv:{html.escape(paper.arxiv_id)}"
+                     "</a>")
+        remove_row.append(InlineKeyboardButton(
+            t(lang, "✖ {number}", number=number),
+            callback_data=callbacks.encode(
+                callbacks.RemoveSaved(ArxivId(paper.arxiv_id), page)),
+        ))
+    nav = []
+    if page > 1:
+        nav.append(InlineKeyboardButton("◀", callback_data=callbacks.encode(
+            callbacks.SavedPage(page - 1))))
+    nav.append(InlineKeyboardButton(f"{page}/{pages}",
+                                    callback_data=callbacks.encode(callbacks.Noop())))
+    if page < pages:
+        nav.append(InlineKeyboardButton("▶", callback_data=callbacks.encode(
+            callbacks.SavedPage(page + 1))))
+    return RenderedMessage("\n".join(lines), InlineKeyboardMarkup([remove_row, nav]))

@@ -1,0 +1,399 @@
+"""Pure rendering of alerts, digests and paper cards: Paper in, Telegram HTML and keyboard out.
+
+Every message stays under Telegram's 4096-character limit, measured conservatively: the raw HTML
+string itself (which is never shorter than the text Telegram shows) in UTF-16 code units (the
+unit Telegram counts). Every piece of outside text is escaped exactly once, at the point where it
+is put into HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+from bot.callbacks import ToggleAbstract, ToggleSave, decode, encode
+from bot.delivery.diff import PaperDiff
+from bot.delivery.latex import clean_text, latex_to_unicode
+from bot.i18n import t
+from bot.models import ArxivId, Paper
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_UNITS = 4000  # Telegram allows 4096; the margin absorbs any counting surprise
+PREVIEW_CHARS = 400  # abstract shown in a collapsed alert
+DIGEST_THRESHOLD = 10  # more matches than this in one poll arrive as a digest
+DIGEST_BUTTONS_PER_ROW = 5
+# Telegram allows 100 buttons and 100 entities per message; each entry uses two entities.
+DIGEST_MAX_ENTRIES_PER_MESSAGE = 40
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedMessage:
+    """One message ready to send: Telegram HTML text and its inline keyboard."""
+
+    text: str
+    reply_markup: InlineKeyboardMarkup
+    entry_count: int = 0  # digest entries this message carries (0 for a single alert)
+
+
+@dataclass(frozen=True, slots=True)
+class DigestEntry:
+    """One paper in a digest."""
+
+    paper: Paper
+    kind: str = "new"  # "new" | "revision"
+    matched: tuple[str, ...] = ()
+    saved: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def utf16_len(text: str) -> int:
+    """Length as Telegram counts it (UTF-16 code units)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def truncate_at_word(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, at a word boundary when one is near, with "…"."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return "…"[:max(limit, 0)]
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if not text[limit - 1].isspace() and space >= (limit - 1) * 2 // 3:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def shorten_authors(authors: Sequence[str], limit: int = 3, *, lang: str = "en") -> str:
+    """`A, B, C et al. (8 authors)` for long lists; every name listed for short ones."""
+    names = [clean_text(name) for name in authors if clean_text(name)]
+    if not names:
+        return t(lang, "Unknown authors")
+    if len(names) <= limit + 1:
+        return ", ".join(names)
+    return t(lang, "{names} et al. ({count} authors)", names=", ".join(names[:limit]),
+             count=len(names))
+
+
+def format_categories(categories: Sequence[str], limit: int = 6) -> str:
+    """Categories, primary first, joined with ` · `; long lists end with `+N`."""
+    shown = [c for c in categories if c.strip()][:limit]
+    rest = len([c for c in categories if c.strip()]) - len(shown)
+    return " · ".join(shown) + (f" +{rest}" if rest > 0 else "")
+
+
+def _authors_text(authors: Sequence[str], limit: int, name_chars: int, lang: str) -> str:
+    """`shorten_authors` converting (LaTeX → Unicode) only the names it will show."""
+    names = [name for name in authors if clean_text(name)]
+    shown = names if len(names) <= limit + 1 else names[:limit]
+    converted = [truncate_at_word(_plain(name), name_chars) or "?" for name in shown]
+    if len(shown) < len(names):
+        return t(lang, "{names} et al. ({count} authors)", names=", ".join(converted),
+                 count=len(names))
+    return shorten_authors(converted, limit, lang=lang)
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def _plain(text: str | None) -> str:
+    """Outside text as shown: LaTeX as Unicode, no control characters, whitespace collapsed."""
+    return latex_to_unicode(text) if text else ""
+
+
+def _clip(text: str, limit: int) -> str:
+    return _esc(truncate_at_word(text, limit))
+
+
+def _version_id(paper: Paper) -> ArxivId | None:
+    """The paper's versioned id if buttons can carry it (valid, and short enough for 64 bytes)."""
+    try:
+        parsed = ArxivId(paper.arxiv_id, paper.version)
+        encode(ToggleSave(parsed, 999))  # the longest data any button carries for it
+    except (ValueError, TypeError):
+        return None
+    return parsed
+
+
+# ---------------------------------------------------------------------------------------------
+# Alerts and cards
+
+
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """Character caps per part; shrunk until the message fits."""
+
+    title: int = 400
+    author: int = 80
+    comment: int = 300
+    query: int = 80
+    queries: int = 5
+    diff: int = 200
+    abstract: int | None = None  # None: the whole abstract
+
+    def halved(self) -> _Limits:
+        return _Limits(
+            title=max(40, self.title // 2), author=max(20, self.author // 2),
+            comment=max(20, self.comment // 2), query=max(20, self.query // 2),
+            queries=max(1, self.queries // 2), diff=max(20, self.diff // 2),
+            abstract=0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _AlertTexts:
+    """The converted (LaTeX → Unicode) plain texts of one paper, computed once per render."""
+
+    title: str
+    abstract: str
+    comment: str
+
+
+def render_alert(
+    paper: Paper,
+    *,
+    kind: str,
+    matched: Sequence[str] = (),
+    saved: bool = False,
+    expanded: bool = False,
+    diff: PaperDiff | None = None,
+    lang: str = "en",
+) -> RenderedMessage:
+    """An alert (`kind` "new" or "revision") or a card ("card", no badge) for one paper."""
+    texts = _AlertTexts(_plain(paper.title), _plain(paper.abstract), _plain(paper.comment))
+    markup = alert_keyboard(paper, saved=saved, expanded=expanded, lang=lang,
+                            expandable=len(texts.abstract) > PREVIEW_CHARS)
+    limits = _Limits(abstract=None if expanded else PREVIEW_CHARS)
+    for _ in range(16):
+        text = _alert_html(paper, texts, kind, matched, diff, limits, lang)
+        over = utf16_len(text) - MAX_MESSAGE_UNITS
+        if over <= 0:
+            return RenderedMessage(text, markup)
+        shown = len(texts.abstract) if limits.abstract is None else limits.abstract
+        shown = min(shown, len(texts.abstract))
+        if shown > 100:
+            # Each dropped character frees at least one unit, so this nearly always fits.
+            limits = replace(limits, abstract=max(100, shown - over - 1))
+        else:
+            limits = limits.halved()
+    log.warning("alert for %s did not fit even when shrunk; sending a minimal one",
+                paper.versioned_id)
+    minimal = (f"<b>{_clip(texts.title, 200)}</b>\n"
+               f"<code>arXiv:{_clip(paper.versioned_id, 60)}</code>")
+    return RenderedMessage(minimal, markup)
+
+
+def render_paper_card(
+    paper: Paper, *, saved: bool = False, expanded: bool = False, lang: str = "en"
+) -> RenderedMessage:
+    """The `/paper` card: an alert without badge or matched subscriptions, same buttons."""
+    return render_alert(paper, kind="card", saved=saved, expanded=expanded, lang=lang)
+
+
+def _alert_html(
+    paper: Paper,
+    texts: _AlertTexts,
+    kind: str,
+    matched: Sequence[str],
+    diff: PaperDiff | None,
+    limits: _Limits,
+    lang: str,
+) -> str:
+    lines: list[str] = []
+    if kind == "new":
+        lines.append("🆕 <b>" + _esc(t(lang, "New")) + "</b>")
+    elif kind == "revision":
+        lines.append("🔄 <b>" + _esc(t(lang, "Revised v{version}", version=paper.version))
+                     + "</b>")
+    lines.append(f"<b>{_clip(texts.title, limits.title)}</b>")
+    lines.append(_esc(_authors_text(paper.authors, 3, limits.author, lang)))
+    meta = [_esc(format_categories([clean_text(c)[:40] for c in paper.categories]))]
+    meta.append(f"<code>arXiv:{_clip(paper.versioned_id, 60)}</code>")
+    when = paper.updated or paper.published
+    if when is not None:
+        meta.append(when.strftime("%Y-%m-%d"))
+    lines.append(" · ".join(part for part in meta if part))
+    comment_changed = diff is not None and diff.comment is not None
+    if texts.comment and not comment_changed:
+        lines.append("💬 " + _clip(texts.comment, limits.comment))
+    if matched:
+        lines.append(_matched_line(matched, limits, lang))
+    if kind == "revision" and diff is not None:
+        lines.extend(_diff_lines(diff, limits.diff, lang))
+    abstract = texts.abstract
+    if limits.abstract is not None:
+        abstract = truncate_at_word(abstract, limits.abstract)
+    if abstract:
+        lines.append("")
+        lines.append(_esc(abstract))
+    return "\n".join(lines)
+
+
+def _matched_line(matched: Sequence[str], limits: _Limits, lang: str) -> str:
+    queries = [q for q in map(clean_text, matched) if q]
+    shown = ", ".join(f"<code>{_clip(q, limits.query)}</code>" for q in queries[: limits.queries])
+    rest = len(queries) - limits.queries
+    if rest > 0:
+        shown += " " + _esc(t(lang, "+{count} more", count=rest))
+    return "🔎 " + _esc(t(lang, "matched:")) + " " + shown
+
+
+def _diff_lines(diff: PaperDiff, limit: int, lang: str) -> list[str]:
+    """What changed in a revision, one short line per changed field."""
+    lines = []
+    if diff.new_version - diff.old_version > 1:
+        lines.append(_esc(t(lang, "Changes since v{version}:", version=diff.old_version)))
+    if diff.title is not None:
+        lines.append("✏️ " + _esc(t(lang, "Title was:")) + " <i>"
+                     + _clip(_plain(diff.title[0]), limit) + "</i>")
+    if diff.authors_added or diff.authors_removed:
+        changes = [f"+{a}" for a in diff.authors_added] + [f"−{a}" for a in diff.authors_removed]
+        lines.append("👥 " + _esc(t(lang, "Authors:")) + " "
+                     + _clip(", ".join(_plain(c) for c in changes), limit))
+    if diff.comment is not None:
+        old, new = (_plain(c) for c in diff.comment)
+        if old and new:
+            change = t(lang, "Comment: {old} → {new}", old=truncate_at_word(old, limit // 2),
+                       new=truncate_at_word(new, limit))
+        elif new:
+            change = t(lang, "Comment added: {new}", new=truncate_at_word(new, limit))
+        else:
+            change = t(lang, "Comment removed: {old}", old=truncate_at_word(old, limit // 2))
+        lines.append("💬 " + _esc(change))
+    if diff.journal_ref is not None and diff.journal_ref[1]:
+        lines.append("📰 " + _esc(t(lang, "Journal ref: {ref}",
+                                     ref=truncate_at_word(_plain(diff.journal_ref[1]), limit))))
+    if diff.abstract_changed:
+        summary = t(lang, "Abstract: +{added} words, −{removed} words",
+                    added=diff.abstract_words_added, removed=diff.abstract_words_removed)
+        line = "📝 " + _esc(summary)
+        excerpt = _plain(diff.abstract_excerpt)
+        if excerpt:
+            line += " — <i>“" + _clip(excerpt, limit // 2) + "”</i>"
+        lines.append(line)
+    if diff.is_empty:
+        lines.append("📎 " + _esc(t(lang, "Title, authors, abstract and comments unchanged")))
+    return lines
+
+
+def alert_keyboard(
+    paper: Paper, *, saved: bool, expanded: bool, lang: str = "en", expandable: bool = True
+) -> InlineKeyboardMarkup:
+    """Save / Abstract toggles and links to the abstract page and the PDF."""
+    first_row = []
+    paper_id = _version_id(paper)
+    if paper_id is not None:
+        first_row.append(_save_button(ToggleSave(paper_id), saved, lang))
+        if expandable or expanded:
+            label = t(lang, "🔼 Collapse") if expanded else t(lang, "📄 Abstract")
+            data = encode(ToggleAbstract(paper_id, expand=not expanded))
+            first_row.append(InlineKeyboardButton(label, callback_data=data))
+    links = [
+        InlineKeyboardButton(t(lang, "🌐 arXiv"), url=paper.abs_url),
+        InlineKeyboardButton(t(lang, "📥 PDF"), url=paper.pdf_url),
+    ]
+    return InlineKeyboardMarkup([row for row in (first_row, links) if row])
+
+
+def _save_button(action: ToggleSave, saved: bool, lang: str) -> InlineKeyboardButton:
+    if action.number is not None:
+        label = f"✅ {action.number}" if saved else f"💾 {action.number}"
+    else:
+        label = t(lang, "Saved ✓") if saved else t(lang, "💾 Save")
+    return InlineKeyboardButton(label, callback_data=encode(action))
+
+
+def with_saved_state(
+    markup: InlineKeyboardMarkup, arxiv_id: str, *, saved: bool, lang: str = "en"
+) -> InlineKeyboardMarkup:
+    """The same keyboard with every Save button for `arxiv_id` (base id) showing `saved`.
+
+    For the Save handler: it edits only the keyboard, so the message text (and whether the
+    abstract is expanded) stays as it is.
+    """
+    rows = []
+    for row in markup.inline_keyboard:
+        new_row = []
+        for button in row:
+            action = decode(button.callback_data)
+            if isinstance(action, ToggleSave) and action.paper.base == arxiv_id:
+                button = _save_button(action, saved, lang)
+            new_row.append(button)
+        rows.append(new_row)
+    return InlineKeyboardMarkup(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Digests
+
+
+def render_digest(
+    entries: Sequence[DigestEntry], *, lang: str = "en", title: str | None = None
+) -> list[RenderedMessage]:
+    """Numbered entries split into as few messages as fit, each with Save-by-number buttons."""
+    if not entries:
+        return []
+    heading = truncate_at_word(clean_text(title or ""), 100) or t(lang, "Digest")
+    blocks = [_digest_entry(number, entry, lang) for number, entry in enumerate(entries, 1)]
+    # Reserve room for the longest header this digest could get ("… 99/99 …").
+    reserve = utf16_len(_digest_header(heading, 99, 99, len(entries), lang)) + 2
+    pages: list[list[int]] = [[]]
+    used = reserve
+    for index, block in enumerate(blocks):
+        size = utf16_len(block) + 2
+        page = pages[-1]
+        if page and (used + size > MAX_MESSAGE_UNITS
+                     or len(page) >= DIGEST_MAX_ENTRIES_PER_MESSAGE):
+            pages.append([])
+            used = reserve
+        pages[-1].append(index)
+        used += size
+    messages = []
+    for page_number, page in enumerate(pages, 1):
+        header = _digest_header(heading, page_number, len(pages), len(entries), lang)
+        text = "\n\n".join([header, *(blocks[i] for i in page)])
+        buttons = [_digest_button(i + 1, entries[i], lang) for i in page]
+        rows = [buttons[k : k + DIGEST_BUTTONS_PER_ROW]
+                for k in range(0, len(buttons), DIGEST_BUTTONS_PER_ROW)]
+        messages.append(RenderedMessage(text, InlineKeyboardMarkup(rows), entry_count=len(page)))
+    return messages
+
+
+def _digest_header(heading: str, page: int, pages: int, count: int, lang: str) -> str:
+    counter = f" {page}/{pages}" if pages > 1 else ""
+    papers = t(lang, "{count} papers", count=count)
+    return f"📬 <b>{_esc(heading)}{counter}</b> · {_esc(papers)}"
+
+
+def _digest_entry(number: int, entry: DigestEntry, lang: str) -> str:
+    """One numbered entry, bounded in size whatever the paper holds."""
+    paper = entry.paper
+    title = _clip(_plain(paper.title), 220)
+    badge = " 🔄 " + _esc(t(lang, "v{version}", version=paper.version)) \
+        if entry.kind == "revision" else ""
+    link_text = _clip(paper.versioned_id, 60)
+    href = html.escape(paper.abs_url, quote=True)
+    second = [_esc(_authors_text(paper.authors, 2, 40, lang)),
+              f'<a href="{href}">{link_text}</a>']
+    queries = [q for q in map(clean_text, entry.matched) if q]
+    if queries:
+        second.append("🔎 " + _clip(queries[0], 40)
+                      + (f" +{len(queries) - 1}" if len(queries) > 1 else ""))
+    return f"<b>{number}.</b> {title}{badge}\n" + " · ".join(second)
+
+
+def _digest_button(number: int, entry: DigestEntry, lang: str) -> InlineKeyboardButton:
+    paper_id = _version_id(entry.paper)
+    if paper_id is None or number > 999:
+        # A label-only button keeps the numbering intact for a paper we cannot address.
+        return InlineKeyboardButton(str(number), url=entry.paper.abs_url)
+    return _save_button(ToggleSave(paper_id, number), entry.saved, lang)

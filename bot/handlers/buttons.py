@@ -1,0 +1,104 @@
+"""Inline buttons: one router that decodes the data and hands each action to its handler."""
+
+from __future__ import annotations
+
+import logging
+
+from telegram import Message, Update
+from telegram.constants import ParseMode
+from telegram.error import BadRequest
+
+from bot import callbacks
+from bot.context import BotContext
+from bot.delivery.diff import describe_changes
+from bot.delivery.render import render_alert, with_saved_state
+from bot.handlers import library, subscriptions
+from bot.i18n import t
+
+log = logging.getLogger(__name__)
+
+
+async def on_button(update: Update, context: BotContext) -> None:
+    """Decode the pressed button's data; forged or stale data gets a polite answer."""
+    query = update.callback_query
+    action = callbacks.decode(query.data)
+    if action is None or update.effective_chat is None:
+        await query.answer(t(context.lang, "This button has expired. Please send the command "
+                                           "again."))
+        return
+    match action:
+        case callbacks.ToggleSave():
+            await on_save(update, context, action)
+        case callbacks.ToggleAbstract():
+            await on_abstract(update, context, action)
+        case callbacks.Unfollow():
+            await subscriptions.on_unfollow_button(update, context, action)
+        case callbacks.SavedPage():
+            await library.on_page_button(update, context, action)
+        case callbacks.RemoveSaved():
+            await library.on_remove_button(update, context, action)
+        case callbacks.Noop():
+            # Always answer, even with nothing to say, or the client shows a spinner.
+            await query.answer()
+
+
+async def on_save(update: Update, context: BotContext, action: callbacks.ToggleSave) -> None:
+    """Save toggles to Saved and back; anyone in a group may press it."""
+    query = update.callback_query
+    lang = context.lang
+    store = context.store
+    paper = await store.papers.get(action.paper.base)
+    if paper is None:
+        await query.answer(t(lang, "I no longer have that paper. Try /paper {id}.",
+                             id=action.paper.base))
+        return
+    chat_id = update.effective_chat.id
+    version = action.paper.version or paper.version
+    saved = await store.saved.toggle(chat_id, paper.arxiv_id, version, context.now())
+    await query.answer(t(lang, "Saved to your library ✓") if saved
+                       else t(lang, "Removed from your library"))
+    message = query.message
+    if isinstance(message, Message) and message.reply_markup is not None:
+        markup = with_saved_state(message.reply_markup, paper.arxiv_id, saved=saved, lang=lang)
+        await _quietly(message.edit_reply_markup(reply_markup=markup))
+
+
+async def on_abstract(update: Update, context: BotContext,
+                      action: callbacks.ToggleAbstract) -> None:
+    """Expand the message to the full abstract, or collapse it; the keyboard is kept."""
+    query = update.callback_query
+    lang = context.lang
+    store = context.store
+    arxiv_id, version = action.paper.base, action.paper.version
+    paper = await store.papers.get(arxiv_id, version) or await store.papers.get(arxiv_id)
+    message = query.message
+    if paper is None or not isinstance(message, Message):
+        await query.answer(t(lang, "This button has expired. Please send the command again."))
+        return
+    chat_id = update.effective_chat.id
+    row = await store.outbox.by_message(chat_id, message.message_id)
+    kind, matched, diff = "card", (), None
+    if row is not None and row.alert.arxiv_id == arxiv_id:
+        kind, matched = row.alert.kind, row.alert.matched_queries
+        if kind == "revision" and (previous := await store.papers.previous_version(
+                arxiv_id, paper.version)) is not None:
+            diff = describe_changes(previous, paper)
+    rendered = render_alert(
+        paper, kind=kind, matched=matched,
+        saved=await store.saved.is_saved(chat_id, arxiv_id),
+        expanded=action.expand, diff=diff, lang=lang,
+    )
+    await query.answer()
+    await _quietly(message.edit_text(
+        rendered.text, parse_mode=ParseMode.HTML, reply_markup=rendered.reply_markup,
+        disable_web_page_preview=True,
+    ))
+
+
+async def _quietly(edit) -> None:
+    """Run an edit; a double press ("message is not modified") is not an error."""
+    try:
+        await edit
+    except BadRequest as exc:
+        if "not modified" not in str(exc).lower():
+            raise

@@ -1,0 +1,120 @@
+"""/stats, an arXiv tracker's front page for the chat, and /status for operators."""
+
+from __future__ import annotations
+
+from telegram import Update
+
+from bot import __version__
+from bot.context import BotContext
+from bot.handlers.common import quote, reply
+from bot.i18n import t
+from bot.schedule import local_time
+
+AI_CATEGORIES = ("cs.AI", "cs.LG", "cs.CL", "cs.CV", "cs.NE", "stat.ML")
+DAY = 86400
+
+
+def duration(lang: str, seconds: float) -> str:
+    """A short duration such as '3 min', '2 h' or '4 days'."""
+    seconds = max(0, int(seconds))
+    if seconds < 3600:
+        return t(lang, "{n} min", n=seconds // 60)
+    if seconds < 2 * DAY:
+        return t(lang, "{n} h", n=seconds // 3600)
+    return t(lang, "{n} days", n=seconds // DAY)
+
+
+def age(lang: str, seconds: float) -> str:
+    """How long ago: 'just now', '3 min ago', '2 h ago'."""
+    if seconds < 60:
+        return t(lang, "just now")
+    return t(lang, "{duration} ago", duration=duration(lang, seconds))
+
+
+def source_name(url: str) -> str:
+    """The feed's archives/categories, which is what an operator recognises."""
+    return url.rstrip("/").rsplit("/", 1)[-1]
+
+
+async def stats(update: Update, context: BotContext) -> None:
+    """Papers and revisions of the last 24 h and 7 d, last scans, and this chat's numbers."""
+    lang = context.lang
+    store = context.store
+    now = context.now()
+    chat_id = update.effective_chat.id
+    record = context.chat_record
+    zone = record.timezone if record else "UTC"
+    day = await store.papers.ingest_counts(now - DAY, AI_CATEGORIES)
+    week = await store.papers.ingest_counts(now - 7 * DAY, AI_CATEGORIES)
+    lines = [
+        t(lang, "📊 <b>arXiv at a glance</b>"),
+        t(lang, "Last 24 h: <b>+{new:,}</b> new papers, <b>+{revised:,}</b> revisions "
+                "({ai:,} AI-related)", **day),
+        t(lang, "Last 7 days: <b>+{new:,}</b> new papers, <b>+{revised:,}</b> revisions "
+                "({ai:,} AI-related)", **week),
+        "",
+    ]
+    sources = await store.sources.all()
+    if not sources:
+        lines.append(t(lang, "No scan has run yet."))
+    for source in sources:
+        if source.last_success_at is None:
+            lines.append(t(lang, "{mark} {name}: no successful scan yet", mark="⚠️",
+                           name=quote(source_name(source.url))))
+            continue
+        lines.append(t(
+            lang, "{mark} {name}: last scan {time} ({age})",
+            mark="✅" if source.healthy else "⚠️", name=quote(source_name(source.url)),
+            time=local_time(source.last_success_at, zone, "%H:%M"),
+            age=age(lang, now - source.last_success_at),
+        ))
+    subscriptions = await context.subscriptions.for_chat(chat_id)
+    lines += [
+        "",
+        t(lang, "<b>This chat</b>: {day} matches in 24 h, {week} in 7 days · {saved} saved · "
+                "{subs} subscriptions",
+          day=await store.outbox.chat_matches_since(chat_id, now - DAY),
+          week=await store.outbox.chat_matches_since(chat_id, now - 7 * DAY),
+          saved=await store.saved.count(chat_id), subs=len(subscriptions)),
+    ]
+    await reply(update, context, "\n".join(lines))
+
+
+async def status(update: Update, context: BotContext) -> None:
+    """Operators only: sources' health, the queue, chats, subscriptions, size, uptime."""
+    lang = context.lang
+    chat_id = update.effective_chat.id
+    if chat_id not in context.settings.admin_chat_ids:
+        await reply(update, context, t(lang, "Sorry, /status is for the bot's operators only."))
+        return
+    store = context.store
+    now = context.now()
+    lines = [t(lang, "🛠 <b>Status</b> — version {version}, up {uptime}",
+               version=__version__, uptime=duration(lang, now - context.services.started_at)),
+             ""]
+    sources = await store.sources.all()
+    if not sources:
+        lines.append(t(lang, "No source polled yet."))
+    for source in sources:
+        mark = "✅" if source.healthy else "❌"
+        last = (local_time(source.last_success_at, "UTC", "%Y-%m-%d %H:%M UTC") + " · "
+                + age(lang, now - source.last_success_at)) if source.last_success_at else "—"
+        lines.append(f"{mark} <code>{quote(source_name(source.url))}</code>")
+        lines.append(t(lang, "    last success: {last}; failures in a row: {failures}; "
+                             "items last fetch: {items}",
+                       last=last, failures=source.consecutive_failures,
+                       items=source.last_items if source.last_items is not None else "—"))
+        if source.last_error:
+            lines.append(t(lang, "    last error: {error}", error=quote(source.last_error[:300])))
+    outbox = await store.outbox.counts()
+    chats = await store.chats.counts()
+    size_mb = await store.db.size_bytes() / 1_000_000
+    lines += [
+        "",
+        t(lang, "Outbox: {pending} pending, {held} held, {failed} failed, {sent} sent", **outbox),
+        t(lang, "Chats: {active} active, {inactive} inactive, {paused} paused", **chats),
+        t(lang, "Subscriptions: {count}", count=await store.subscriptions.count()),
+        t(lang, "Papers stored: {count:,}", count=await store.papers.count()),
+        t(lang, "Database: {size:.1f} MB", size=size_mb),
+    ]
+    await reply(update, context, "\n".join(lines))

@@ -1,0 +1,140 @@
+"""/follow, /unfollow and /list, and the remove buttons of /list."""
+
+from __future__ import annotations
+
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
+
+from bot import callbacks
+from bot.context import BotContext
+from bot.handlers.common import (
+    argument_problem,
+    clean_argument,
+    command_argument,
+    may_change_settings,
+    quote,
+    reply,
+)
+from bot.i18n import t, tn
+from bot.models import Subscription
+from bot.storage.subscriptions import MAX_SUBSCRIPTIONS_PER_CHAT
+
+
+async def follow(update: Update, context: BotContext) -> None:
+    """Add a subscription; the reply shows its canonical form, number and a 7-day preview."""
+    lang = context.lang
+    raw = command_argument(update)
+    if not raw:
+        await reply(update, context, t(
+            lang, "Tell me what to follow, for example:\n<code>/follow cs.LG</code>\n"
+            "<code>/follow au:\"E. Yoneki\" OR ti:\"graph neural\"</code>\n/help explains queries."
+        ))
+        return
+    if (problem := argument_problem(context, raw)) is not None:
+        await reply(update, context, problem)
+        return
+    if not await may_change_settings(update, context):
+        return
+    query = clean_argument(raw) or ""
+    result = await context.subscriptions.follow(update.effective_chat.id, query)
+    if result.status == "invalid" and result.error is not None:
+        column = result.error.position
+        pointer = " " * max(column - 1, 0) + "^"
+        await reply(update, context, t(
+            lang, "I couldn't read that query: {reason}\n<code>{query}\n{pointer}</code>\n"
+            "/help shows the query language.",
+            reason=quote(str(result.error)), query=quote(query), pointer=pointer,
+        ))
+    elif result.status == "duplicate" and result.subscription is not None:
+        await reply(update, context, t(
+            lang, "You already follow that, as #{number}: <code>{query}</code>",
+            number=result.subscription.number, query=quote(result.subscription.query),
+        ))
+    elif result.status == "limit":
+        await reply(update, context, t(
+            lang, "This chat already has {limit} subscriptions, the most it can have. "
+            "Remove one with /unfollow first.", limit=MAX_SUBSCRIPTIONS_PER_CHAT,
+        ))
+    elif result.subscription is not None:
+        preview = tn(lang, "In the last 7 days it would have matched {count} paper.",
+                     "In the last 7 days it would have matched {count} papers.",
+                     result.preview_matches)
+        await reply(update, context, t(
+            lang, "✅ Following #{number}: <code>{query}</code>\n{preview}",
+            number=result.subscription.number, query=quote(result.subscription.query),
+            preview=preview,
+        ))
+
+
+async def unfollow(update: Update, context: BotContext) -> None:
+    """Remove one subscription by its number in /list, or all of them."""
+    lang = context.lang
+    raw = command_argument(update)
+    if not raw:
+        await reply(update, context, t(
+            lang, "Which one? Send <code>/unfollow 2</code> with a number from /list, "
+            "or <code>/unfollow all</code>."
+        ))
+        return
+    if (problem := argument_problem(context, raw)) is not None:
+        await reply(update, context, problem)
+        return
+    if not await may_change_settings(update, context):
+        return
+    chat_id = update.effective_chat.id
+    argument = (clean_argument(raw) or "").lower()
+    if argument == "all":
+        removed = await context.subscriptions.unfollow_all(chat_id)
+        await reply(update, context, tn(
+            lang, "Removed {count} subscription.", "Removed {count} subscriptions.", removed
+        ))
+        return
+    number = int(argument) if argument.isdecimal() and len(argument) <= 6 else None
+    sub = None if number is None else await context.subscriptions.unfollow(chat_id, number)
+    if sub is None:
+        await reply(update, context, t(
+            lang, "There is no subscription with that number. /list shows them, numbered."
+        ))
+        return
+    await reply(update, context, t(
+        lang, "Removed #{number}: <code>{query}</code>", number=number, query=quote(sub.query)
+    ))
+
+
+def _list_view(lang: str, subs: list[Subscription]) -> tuple[str, InlineKeyboardMarkup | None]:
+    if not subs:
+        return t(lang, "You don't follow anything yet. Try <code>/follow cs.LG</code>."), None
+    lines = [t(lang, "<b>Your subscriptions</b> ({count}/{limit})", count=len(subs),
+               limit=MAX_SUBSCRIPTIONS_PER_CHAT)]
+    lines += [f"{sub.number}. <code>{quote(sub.query)}</code>" for sub in subs]
+    buttons = [
+        InlineKeyboardButton(t(lang, "✖ {number}", number=sub.number),
+                             callback_data=callbacks.encode(callbacks.Unfollow(sub.id)))
+        for sub in subs
+    ]
+    rows = [buttons[i:i + 5] for i in range(0, len(buttons), 5)]
+    return "\n".join(lines), InlineKeyboardMarkup(rows)
+
+
+async def list_subscriptions(update: Update, context: BotContext) -> None:
+    """The chat's subscriptions, numbered, with a remove button each."""
+    subs = await context.subscriptions.for_chat(update.effective_chat.id)
+    text, markup = _list_view(context.lang, subs)
+    await reply(update, context, text, reply_markup=markup)
+
+
+async def on_unfollow_button(update: Update, context: BotContext,
+                             action: callbacks.Unfollow) -> None:
+    """A remove button of /list: only the chat that owns the subscription can remove it."""
+    query = update.callback_query
+    lang = context.lang
+    if not await may_change_settings(update, context):
+        return
+    chat_id = update.effective_chat.id
+    removed = await context.subscriptions.unfollow_id(chat_id, action.subscription_id)
+    if removed is None:
+        await query.answer(t(lang, "That subscription is already gone."))
+    else:
+        await query.answer(t(lang, "Removed: {query}", query=removed.query[:150]))
+    text, markup = _list_view(lang, await context.subscriptions.for_chat(chat_id))
+    if query.message is not None:
+        await query.edit_message_text(text, parse_mode="HTML", reply_markup=markup)

@@ -1,0 +1,258 @@
+"""One poll, end to end: plan → fetch → parse → upsert → match → outbox (→ deliver).
+
+Used by the scheduled job and by `python -m bot poll-once`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import aiosqlite
+
+from bot.arxiv.client import ArxivClient
+from bot.arxiv.feeds import ArxivError, HTTPStatusError
+from bot.arxiv.plan import build_feed_plan
+from bot.clock import Clock
+from bot.config import Settings
+from bot.models import PaperChange
+from bot.storage import Storage
+from bot.storage.outbox import Alert
+from bot.subscriptions import SubscriptionService
+
+log = logging.getLogger(__name__)
+
+
+class _DryRunRollback(Exception):
+    """Raised inside the ingest transaction of a dry run so that nothing is stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceReport:
+    """What one feed URL gave in one poll."""
+
+    url: str
+    outcome: str  # "ok" | "not-modified" | "empty" | "error"
+    items: int = 0
+    new: int = 0
+    revised: int = 0
+    seen: int = 0
+    alerts: int = 0
+    error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class PollReport:
+    """What one poll did, per source and in total; `alerts` lists what was queued."""
+
+    sources: list[SourceReport] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    changes: list[PaperChange] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for change in self.changes if change.status == status)
+
+    @property
+    def failed_sources(self) -> list[SourceReport]:
+        return [s for s in self.sources if s.outcome == "error"]
+
+
+class Pipeline:
+    """Runs polls; two polls never overlap."""
+
+    def __init__(self, settings: Settings, storage: Storage, arxiv: ArxivClient,
+                 subscriptions: SubscriptionService, clock: Clock) -> None:
+        self._settings = settings
+        self._store = storage
+        self._arxiv = arxiv
+        self._subscriptions = subscriptions
+        self._clock = clock
+        self._lock = asyncio.Lock()
+
+    async def poll(self, *, dry_run: bool = False) -> PollReport:
+        """Fetch every planned feed, store what is new or revised and queue the alerts.
+
+        A dry run reads and matches but stores nothing (no papers, no validators, no alerts),
+        so the running bot still delivers everything it saw.
+        """
+        async with self._lock:
+            started = time.monotonic()
+            report = PollReport()
+            plan = build_feed_plan(
+                self._settings.arxiv_archives, self._subscriptions.followed_sources(),
+                rss_url=self._settings.arxiv_rss_url,
+            )
+            for url in plan.urls:
+                report.sources.append(await self._poll_source(url, report, dry_run))
+            report.seconds = time.monotonic() - started
+            for source in report.sources:
+                log.info(
+                    "poll source=%s outcome=%s items=%d new=%d revised=%d seen=%d alerts=%d "
+                    "seconds=%.2f%s", source.url, source.outcome, source.items, source.new,
+                    source.revised, source.seen, source.alerts, source.seconds,
+                    f" error={source.error}" if source.error else "",
+                )
+            return report
+
+    async def _poll_source(self, url: str, report: PollReport, dry_run: bool) -> SourceReport:
+        started = time.monotonic()
+        store = self._store
+        source = None if dry_run else await store.sources.get(url)
+        try:
+            fetched = await self._arxiv.fetch_rss(
+                url, source.etag if source else None, source.last_modified if source else None
+            )
+        except ArxivError as exc:
+            # Nothing was parsed, so nothing is marked as seen; the validators stay as they
+            # were, and the next poll asks again.
+            status = exc.status if isinstance(exc, HTTPStatusError) else None
+            if not dry_run:
+                await store.sources.record_failure(url, self._clock.now(), str(exc), status)
+            log.warning("feed %s failed: %s", url, exc)
+            return SourceReport(url, "error", error=str(exc),
+                                seconds=time.monotonic() - started)
+        result = fetched.result
+        if fetched.feed is None:
+            if not dry_run:
+                await store.sources.record_success(url, self._clock.now(), result.status, None,
+                                                   result.etag, result.last_modified)
+            return SourceReport(url, "not-modified", seconds=time.monotonic() - started)
+
+        feed = fetched.feed
+        now = self._clock.now()
+        changes: list[PaperChange] = []
+        alerts: list[Alert] = []
+        try:
+            async with store.db.transaction() as conn:
+                changes = await store.papers.upsert_in(conn, feed.papers, now)
+                alerts = await self._alerts_for(conn, changes)
+                await store.outbox.enqueue_in(conn, alerts, now)
+                if dry_run:
+                    raise _DryRunRollback
+        except _DryRunRollback:
+            pass
+        report.changes.extend(changes)
+        report.alerts.extend(alerts)
+        empty = not feed.papers
+        if not dry_run:
+            # An empty feed (a weekend, or arXiv having a bad moment) keeps no validators,
+            # so the next poll fetches the whole feed again rather than trusting a 304.
+            await store.sources.record_success(
+                url, now, result.status, len(feed.papers),
+                None if empty else result.etag, None if empty else result.last_modified,
+                clear_validators=empty,
+            )
+        return SourceReport(
+            url, "empty" if empty else "ok", items=len(feed.papers),
+            new=sum(c.status == "new" for c in changes),
+            revised=sum(c.status == "revised" for c in changes),
+            seen=sum(c.status == "seen" for c in changes),
+            alerts=len(alerts), seconds=time.monotonic() - started,
+        )
+
+    async def _alerts_for(
+        self, conn: aiosqlite.Connection, changes: Sequence[PaperChange]
+    ) -> list[Alert]:
+        """Subscription matches of new and revised papers, plus revisions of saved papers."""
+        fresh = [c for c in changes if c.status != "seen"]
+        if not fresh:
+            return []
+        kinds = {c.paper.arxiv_id: ("revision" if c.status == "revised" else "new") for c in fresh}
+        matches = self._subscriptions.matcher.match([c.paper for c in fresh])
+        by_key: dict[tuple[int, str], Alert] = {}
+        for chat_id, chat_matches in matches.items():
+            for match in chat_matches:
+                paper = match.paper
+                queries = tuple(
+                    q for q in (self._subscriptions.query_text(s) for s in match.subscription_ids)
+                    if q is not None
+                )
+                by_key[(chat_id, paper.arxiv_id)] = Alert(
+                    chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
+                    match.subscription_ids, queries,
+                )
+        revised = {c.paper.arxiv_id: c.paper for c in fresh if c.status == "revised"}
+        if revised:
+            savers = await self._store.saved.chats_saving_in(conn, revised)
+            for arxiv_id, chat_ids in savers.items():
+                paper = revised[arxiv_id]
+                for chat_id in chat_ids:
+                    existing = by_key.get((chat_id, arxiv_id))
+                    by_key[(chat_id, arxiv_id)] = Alert(
+                        chat_id, arxiv_id, paper.version, "revision",
+                        existing.subscription_ids if existing else (),
+                        existing.matched_queries if existing else (),
+                        saved_revision=True,
+                    )
+        return list(by_key.values())
+
+
+def format_dry_run(report: PollReport, chat_titles: dict[int, str]) -> str:
+    """The operator's view of a dry run: per source, then per chat what would be sent."""
+    lines = [f"poll: {len(report.sources)} source(s), {report.count('new')} new, "
+             f"{report.count('revised')} revised, {report.count('seen')} already seen, "
+             f"{len(report.alerts)} alert(s) in {report.seconds:.1f} s"]
+    for source in report.sources:
+        detail = f"error: {source.error}" if source.error else (
+            f"{source.items} items, {source.new} new, {source.revised} revised, "
+            f"{source.seen} seen")
+        lines.append(f"  {source.url} [{source.outcome}] {detail}")
+    papers = {c.paper.arxiv_id: c.paper for c in report.changes}
+    by_chat: dict[int, list[Alert]] = {}
+    for alert in report.alerts:
+        by_chat.setdefault(alert.chat_id, []).append(alert)
+    if not by_chat:
+        lines.append("no chat would receive anything")
+    for chat_id in sorted(by_chat):
+        alerts = by_chat[chat_id]
+        title = chat_titles.get(chat_id) or ""
+        mode = " (as a digest)" if len(alerts) > 10 else ""
+        lines.append(f"chat {chat_id} {title}: {len(alerts)} alert(s){mode}".rstrip())
+        for alert in alerts:
+            paper = papers.get(alert.arxiv_id)
+            label = "revision" if alert.kind == "revision" else "new"
+            why = ", ".join(alert.matched_queries) or "saved paper"
+            paper_title = paper.title if paper else ""
+            lines.append(f"  [{label}] {alert.arxiv_id}v{alert.version} {paper_title[:90]}"
+                         f" — matched: {why}")
+    return "\n".join(lines)
+
+
+async def poll_once_cli(settings: Settings, *, dry_run: bool) -> int:
+    """`python -m bot poll-once`: one poll; print the report; deliver unless it is a dry run."""
+    from telegram import Bot
+
+    from bot.clock import SystemClock
+    from bot.delivery.sender import Sender
+
+    clock = SystemClock()
+    storage = await Storage.open(settings.database_path)
+    try:
+        subscriptions = SubscriptionService(storage, clock)
+        await subscriptions.load()
+        async with ArxivClient(rss_url=settings.arxiv_rss_url, api_url=settings.arxiv_api_url,
+                               contact=settings.contact,
+                               min_interval=settings.arxiv_min_interval_seconds) as arxiv:
+            pipeline = Pipeline(settings, storage, arxiv, subscriptions, clock)
+            report = await pipeline.poll(dry_run=dry_run)
+        titles = {}
+        for chat_id in {a.chat_id for a in report.alerts}:
+            chat = await storage.chats.get(chat_id)
+            titles[chat_id] = chat.title if chat and chat.title else ""
+        print(format_dry_run(report, titles))
+        if not dry_run:
+            async with Bot(settings.telegram_bot_token,
+                           base_url=f"{settings.telegram_api_url}/bot") as bot:
+                drained = await Sender(bot, storage, clock).drain()
+            print(f"sent {drained.sent} alert(s), {drained.digests} digest(s), "
+                  f"{drained.failed} failed, {drained.retried} to retry")
+        else:
+            print("dry run: nothing was sent or stored")
+        return 1 if report.sources and len(report.failed_sources) == len(report.sources) else 0
+    finally:
+        await storage.close()

@@ -1,0 +1,434 @@
+"""The `/follow` query language: a hand-written recursive-descent parser into a small AST.
+
+Grammar (NOT binds tighter than AND, AND tighter than OR; juxtaposition means AND)::
+
+    query   := or EOF
+    or      := and ("OR" and)*
+    and     := unary (["AND"] unary)*
+    unary   := ("NOT" | "-") unary | "(" or ")" | term
+    term    := [field ":"] (word | "quoted phrase") | category id
+
+Fields are `cat:`, `au:`, `ti:` and `abs:`; a bare word or phrase searches title and abstract;
+a trailing `*` makes the last word a prefix. Operators are upper-case; `and`/`or` are words.
+The parser returns a normalised AST (flattened, sorted, de-duplicated), so two queries that mean
+the same thing compare equal and share one `canonical` text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from bot.i18n import _
+from bot.query.text import PersonName, split_name, words
+
+MAX_QUERY_LENGTH = 300
+MIN_PREFIX_LENGTH = 3
+_MAX_DEPTH = 12
+
+# arXiv's category taxonomy, in arXiv's own spelling (legacy archives included: old papers use
+# them as categories).
+_CATEGORIES_BY_ARCHIVE = {
+    "cs": "AI AR CC CE CG CL CR CV CY DB DC DL DM DS ET FL GL GR GT HC IR IT LG LO MA MM MS NA "
+    "NE NI OH OS PF PL RO SC SD SE SI SY",
+    "econ": "EM GN TH",
+    "eess": "AS IV SP SY",
+    "math": "AC AG AP AT CA CO CT CV DG DS FA GM GN GR GT HO IT KT LO MG MP NA NT OA OC PR QA "
+    "RA RT SG SP ST",
+    "astro-ph": "CO EP GA HE IM SR",
+    "cond-mat": "dis-nn mes-hall mtrl-sci other quant-gas soft stat-mech str-el supr-con",
+    "nlin": "AO CD CG PS SI",
+    "physics": "acc-ph ao-ph app-ph atm-clus atom-ph bio-ph chem-ph class-ph comp-ph data-an "
+    "ed-ph flu-dyn gen-ph geo-ph hist-ph ins-det med-ph optics plasm-ph pop-ph soc-ph space-ph",
+    "q-bio": "BM CB GN MN NC OT PE QM SC TO",
+    "q-fin": "CP EC GN MF PM PR RM ST TR",
+    "stat": "AP CO ME ML OT TH",
+}
+_STANDALONE_ARCHIVES = [
+    "gr-qc", "hep-ex", "hep-lat", "hep-ph", "hep-th", "math-ph", "nucl-ex", "nucl-th", "quant-ph",
+    "astro-ph", "cond-mat", "acc-phys", "adap-org", "alg-geom", "ao-sci", "atom-ph", "bayes-an",
+    "chao-dyn", "chem-ph", "cmp-lg", "comp-gas", "dg-ga", "funct-an", "mtrl-th", "patt-sol",
+    "plasm-ph", "q-alg", "solv-int", "supr-con",
+]
+
+ARCHIVES: frozenset[str] = frozenset(_CATEGORIES_BY_ARCHIVE) | frozenset(_STANDALONE_ARCHIVES)
+CATEGORIES: frozenset[str] = frozenset(
+    f"{archive}.{sub}" for archive, subs in _CATEGORIES_BY_ARCHIVE.items() for sub in subs.split()
+) | frozenset(_STANDALONE_ARCHIVES)
+_CATEGORY_BY_LOWER = {category.lower(): category for category in CATEGORIES}
+_CATEGORY_SHAPE = re.compile(
+    r"(?P<archive>[a-z]+(?:-[a-z]+)?)(?:\.(?P<sub>[a-z]+(?:-[a-z]+)?|\*))?", re.IGNORECASE
+)
+
+
+def normalise_category(category: str) -> str:
+    """arXiv's spelling of a category (`cs.lg` → `cs.LG`); unknown ones are returned unchanged."""
+    return _CATEGORY_BY_LOWER.get(category.lower(), category)
+
+
+def archive_of(category: str) -> str:
+    """The archive a category belongs to (`cs.LG` → `cs`, `hep-th` → `hep-th`)."""
+    return category.partition(".")[0].lower()
+
+
+class QueryError(ValueError):
+    """A query that cannot be used, with the 1-based column where the problem is.
+
+    `template` is the English message id for `bot.i18n.t`, `values` fills its placeholders.
+    """
+
+    def __init__(self, template: str, position: int, **values: object) -> None:
+        self.template = template
+        self.values: dict[str, object] = {"column": position, **values}
+        self.message = template.format(**self.values)
+        self.position = position
+        super().__init__(self.message)
+
+
+# --- the AST -------------------------------------------------------------------------------
+
+TextField = Literal["any", "ti", "abs"]
+
+
+@dataclass(frozen=True, slots=True)
+class Category:
+    """`cat:cs.LG`: the paper is listed in this category, primary or cross-list."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Archive:
+    """`cat:cs`: the paper is listed in any category of this archive."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Author:
+    """`au:"E. Yoneki"`: one of the paper's authors has this name (see `PersonName.matches`)."""
+
+    name: PersonName
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Words in order in the title, the abstract or either; `prefix` makes the last a prefix."""
+
+    field: TextField
+    words: tuple[str, ...]
+    prefix: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    child: Node
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    children: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    children: tuple[Node, ...]
+
+
+Term = Category | Archive | Author | Text
+Node = Term | Not | And | Or
+
+
+# --- canonical text ------------------------------------------------------------------------
+
+
+def canonical(node: Node) -> str:
+    """The canonical text of a query: `parse(canonical(parse(q))) == parse(q)`."""
+    match node:
+        case Category(name) | Archive(name):
+            return f"cat:{name}"
+        case Author(name):
+            text = str(name)
+            return f'au:"{text}"' if " " in text or "." in text else f"au:{text}"
+        case Text(field, text_words, prefix):
+            star = "*" if prefix else ""
+            body = f"{' '.join(text_words)}{star}"
+            if len(text_words) > 1:
+                # A multi-word prefix needs no quotes: the hyphens keep it one token.
+                body = f"{'-'.join(text_words)}{star}" if prefix else f'"{body}"'
+            return body if field == "any" else f"{field}:{body}"
+        case Not(child):
+            inner = canonical(child)
+            return f"NOT ({inner})" if isinstance(child, And | Or) else f"NOT {inner}"
+        case And(children):
+            return " ".join(f"({canonical(c)})" if isinstance(c, Or) else canonical(c)
+                            for c in children)
+        case Or(children):
+            return " OR ".join(canonical(c) for c in children)
+    raise TypeError(f"not a query node: {node!r}")
+
+
+def _combine(kind: type[And] | type[Or], children: list[Node]) -> Node:
+    flat: list[Node] = []
+    for child in children:
+        flat.extend(child.children if isinstance(child, kind) else (child,))
+    unique = {(isinstance(child, Not), canonical(child)): child for child in flat}
+    if len(unique) == 1:
+        return next(iter(unique.values()))
+    # Exclusions go last: "cat:stat.ML NOT cat:cs.LG" reads better than the other way round.
+    return kind(tuple(unique[key] for key in sorted(unique)))
+
+
+def _negate(child: Node) -> Node:
+    return child.child if isinstance(child, Not) else Not(child)
+
+
+def is_anchored(node: Node) -> bool:
+    """Whether every paper the query matches must contain some positive term of it."""
+    match node:
+        case Not():
+            return False
+        case And(children):
+            return any(is_anchored(c) for c in children)
+        case Or(children):
+            return all(is_anchored(c) for c in children)
+    return True
+
+
+# --- tokens --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: str  # "(" ")" "AND" "OR" "NOT" "-" "word" "phrase" "field"
+    text: str
+    column: int
+    field: str = ""  # for kind "field": the field name, text is the value
+    quoted: bool = False
+
+
+_FIELDS = {"cat", "au", "ti", "abs"}
+_FIELD_RE = re.compile(r"([A-Za-z]+):")
+_BREAKS = frozenset('()"')
+
+
+def _read_quoted(query: str, start: int) -> tuple[str, int]:
+    # `\"` inside quotes is LaTeX's umlaut (`au:"M\"uller"`), not the closing quote.
+    end = start + 1
+    while (end := query.find('"', end)) > 0 and query[end - 1] == "\\":
+        end += 1
+    if end < 0:
+        raise QueryError(_("unterminated quote at column {column}"), start + 1)
+    return query[start + 1:end], end + 1
+
+
+def _tokenize(query: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    index = 0
+    while index < len(query):
+        char = query[index]
+        column = index + 1
+        if char.isspace():
+            index += 1
+            continue
+        if char in "()":
+            tokens.append(_Token(char, char, column))
+            index += 1
+            continue
+        if char == '"':
+            text, index = _read_quoted(query, index)
+            tokens.append(_Token("phrase", text, column, quoted=True))
+            continue
+        if char == "-":  # a token starting with '-' is a negation: `-survey`, `-(a b)`
+            tokens.append(_Token("-", "-", column))
+            index += 1
+            continue
+        end = index
+        while end < len(query) and not query[end].isspace() and query[end] not in _BREAKS:
+            end += 1
+        text = query[index:end]
+        field = _FIELD_RE.match(text)
+        if field is not None:
+            name = field.group(1).lower()
+            if name not in _FIELDS:
+                raise QueryError(_("unknown field '{field}:' at column {column}"), column,
+                                 field=field.group(1))
+            value = text[field.end():]
+            quoted = False
+            if not value and end < len(query) and query[end] == '"':
+                value, end = _read_quoted(query, end)
+                quoted = True
+            if not value and not quoted:
+                raise QueryError(_("nothing after '{field}:' at column {column}"), column,
+                                 field=field.group(1))
+            tokens.append(_Token("field", value, column, field=name, quoted=quoted))
+        elif text in ("AND", "OR", "NOT"):
+            tokens.append(_Token(text, text, column))
+        else:
+            tokens.append(_Token("word", text, column))
+        index = end
+    return tokens
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+class _Parser:
+    def __init__(self, query: str) -> None:
+        self.query = query
+        self.tokens = _tokenize(query)
+        self.index = 0
+        self.depth = 0
+
+    def peek(self) -> _Token | None:
+        return self.tokens[self.index] if self.index < len(self.tokens) else None
+
+    def end_column(self) -> int:
+        return len(self.query) + 1
+
+    def parse(self) -> Node:
+        node = self.parse_or()
+        token = self.peek()
+        if token is not None:
+            # parse_or stops only at a ')' it did not open.
+            raise QueryError(_("unexpected ')' at column {column}"), token.column)
+        return node
+
+    def parse_or(self) -> Node:
+        children = [self.parse_and()]
+        while (token := self.peek()) is not None and token.kind == "OR":
+            self.index += 1
+            children.append(self.parse_and())
+        return children[0] if len(children) == 1 else _combine(Or, children)
+
+    def parse_and(self) -> Node:
+        children = [self.parse_unary()]
+        while (token := self.peek()) is not None and token.kind not in ("OR", ")"):
+            if token.kind == "AND":
+                self.index += 1
+            children.append(self.parse_unary())
+        return children[0] if len(children) == 1 else _combine(And, children)
+
+    def parse_unary(self) -> Node:
+        token = self.peek()
+        if token is None:
+            previous = self.tokens[self.index - 1] if self.index else None
+            if previous is None:
+                raise QueryError(_("empty query"), 1)
+            if previous.kind == "(":
+                raise QueryError(_("unclosed parenthesis at column {column}"), previous.column)
+            raise QueryError(_("expected a term after '{operator}' at column {column}"),
+                             previous.column, operator=previous.text)
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise QueryError(_("query is nested too deeply at column {column}"), token.column)
+        try:
+            return self._unary(token)
+        finally:
+            self.depth -= 1
+
+    def _unary(self, token: _Token) -> Node:
+        if token.kind in ("NOT", "-"):
+            self.index += 1
+            return _negate(self.parse_unary())
+        if token.kind == "(":
+            self.index += 1
+            inner = self.peek()
+            if inner is not None and inner.kind == ")":
+                raise QueryError(_("empty parentheses at column {column}"), token.column)
+            node = self.parse_or()
+            closing = self.peek()
+            if closing is None or closing.kind != ")":
+                raise QueryError(_("unclosed parenthesis at column {column}"), token.column)
+            self.index += 1
+            return node
+        if token.kind == ")":
+            raise QueryError(_("unexpected ')' at column {column}"), token.column)
+        if token.kind in ("AND", "OR"):
+            raise QueryError(_("'{operator}' needs a term before it at column {column}"),
+                             token.column, operator=token.text)
+        self.index += 1
+        return _term(token)
+
+
+def _term(token: _Token) -> Node:
+    column = token.column
+    if token.kind == "field":
+        if token.field == "cat":
+            return _category(token.text, column, explicit=True)
+        if token.field == "au":
+            return _author(token.text, column)
+        return _text(token.field, token.text, column, token.quoted)  # type: ignore[arg-type]
+    if token.kind == "word":
+        category = _category(token.text, column, explicit=False)
+        if category is not None:
+            return category
+    return _text("any", token.text, column, token.quoted)
+
+
+def _category(value: str, column: int, *, explicit: bool) -> Node | None:
+    shape = _CATEGORY_SHAPE.fullmatch(value.strip())
+    archive = shape.group("archive").lower() if shape else ""
+    sub = shape.group("sub") if shape else None
+    if shape is not None and archive in ARCHIVES:
+        if sub == "*" or (sub is None and (explicit or "-" in archive)):
+            return Archive(archive)
+        if sub is not None:
+            category = _CATEGORY_BY_LOWER.get(f"{archive}.{sub}".lower())
+            if category is not None:
+                return Category(category)
+            raise QueryError(_("unknown category '{category}' at column {column}"), column,
+                             category=value)
+    if explicit:
+        raise QueryError(_("unknown category '{category}' at column {column}"), column,
+                         category=value)
+    return None
+
+
+def _author(value: str, column: int) -> Node:
+    if "*" in value:
+        raise QueryError(_("'*' works only on title and abstract words (column {column})"),
+                         column)
+    name = split_name(value)
+    if name is None:
+        raise QueryError(_("author name without letters at column {column}"), column)
+    return Author(name)
+
+
+def _text(field: TextField, value: str, column: int, quoted: bool) -> Node:
+    prefix = not quoted and value.endswith("*")
+    if prefix:
+        value = value.rstrip("*")
+    found = words(value)
+    if not found:
+        if prefix:
+            raise QueryError(_("a lone '*' would match every paper (column {column})"), column)
+        if quoted:
+            raise QueryError(_("empty phrase at column {column}"), column)
+        raise QueryError(_("'{text}' has no letters or digits (column {column})"), column,
+                         text=value)
+    if prefix and len(found[-1]) < MIN_PREFIX_LENGTH:
+        raise QueryError(
+            _("prefix '{prefix}*' at column {column} is too short: use at least {minimum} "
+              "letters"),
+            column, prefix=found[-1], minimum=MIN_PREFIX_LENGTH,
+        )
+    return Text(field, tuple(found), prefix)
+
+
+def parse(query: str) -> Node:
+    """Parse a `/follow` query into its normalised AST, or raise `QueryError`."""
+    if len(query) > MAX_QUERY_LENGTH:
+        raise QueryError(_("query is longer than {maximum} characters"), MAX_QUERY_LENGTH + 1,
+                         maximum=MAX_QUERY_LENGTH)
+    if not query.strip():
+        raise QueryError(_("empty query"), 1)
+    node = _Parser(query).parse()
+    if not is_anchored(node):
+        raise QueryError(
+            _("this query would match nearly every paper, because it only excludes; "
+              "add something to look for, e.g. cat:cs.LG"),
+            1,
+        )
+    return node

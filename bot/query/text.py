@@ -1,0 +1,227 @@
+"""Text normalisation shared by the query parser and the matcher.
+
+One function decides what a "word" is, so a query and a paper always agree: LaTeX accents and
+HTML entities are decoded, accents are dropped, letters are case-folded and everything that is
+not a letter or digit breaks words. Greek letters become their names (`$\\alpha$` and `α` both
+give the word `alpha`).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# A word is a run of letters and digits; `_` counts as punctuation (LaTeX subscripts).
+_WORD_RE = re.compile(r"[^\W_]+")
+_NAME_TOKEN_RE = re.compile(r"([^\W_]+)(\.)?")
+
+# Accent commands spelled with a symbol: \"u, \"{u}, \'{e}; the letter may follow directly.
+_SYMBOL_ACCENT_RE = re.compile(r"\\([\"'`^~=.])\s*(?:\{\s*([A-Za-z])\s*\}|([A-Za-z]))")
+# Accent commands spelled with a letter need braces, else `\v{S}` would be confused with `\vec`.
+_LETTER_ACCENT_RE = re.compile(r"\\([vuHckrbd])\s*\{\s*([A-Za-z])\s*\}")
+_COMBINING = {
+    '"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303", "=": "\u0304",
+    ".": "\u0307", "v": "\u030c", "u": "\u0306", "H": "\u030b", "c": "\u0327", "k": "\u0328",
+    "r": "\u030a", "b": "\u0331", "d": "\u0323",
+}
+_SPECIAL_LETTER_RE = re.compile(r"\\(ss|ae|AE|oe|OE|aa|AA|i|j|l|L|o|O)(?![A-Za-z])\s*(?:\{\s*\})?")
+_SPECIAL_LETTERS = {
+    "ss": "ss", "ae": "ae", "AE": "AE", "oe": "oe", "OE": "OE", "aa": "å", "AA": "Å",
+    "i": "i", "j": "j", "l": "l", "L": "L", "o": "o", "O": "O",
+}
+_MACRO_RE = re.compile(r"\\([A-Za-z]+)")
+_ESCAPED_RE = re.compile(r"\\(.)", re.DOTALL)
+# Formatting and reference macros carry no words of their own; other macro names (\alpha, \log,
+# \infty) are kept as words because they are what a reader would search for.
+_SILENT_MACROS = frozenset(
+    [
+        "emph", "textbf", "textit", "texttt", "textrm", "textsf", "textsc", "textsl", "text",
+        "mathrm", "mathbf", "mathit", "mathcal", "mathbb", "mathsf", "mathfrak", "mathtt",
+        "mathscr", "boldsymbol", "bm", "operatorname", "mbox", "hbox", "rm", "bf", "it", "tt", "sf",
+        "cal", "frac", "dfrac", "tfrac", "left", "right", "big", "Big", "bigg", "Bigg", "cite",
+        "citep", "citet", "ref", "eqref", "url", "href", "footnote", "label", "noindent", "newline",
+        "linebreak", "hspace", "vspace", "quad", "qquad", "displaystyle", "scriptstyle",
+        "textstyle", "limits", "nolimits", "underline", "overline", "widehat", "widetilde", "hat",
+        "tilde", "bar", "vec", "dot", "ddot", "sqrt",
+    ]
+)
+
+# Letters that NFKD does not decompose into a base letter plus marks.
+_LETTER_FOLDS = {
+    "ß": "ss", "ẞ": "ss", "ø": "o", "Ø": "o", "ł": "l", "Ł": "l", "æ": "ae", "Æ": "ae",
+    "œ": "oe", "Œ": "oe", "đ": "d", "Đ": "d", "ð": "d", "Ð": "d", "þ": "th", "Þ": "th",
+    "ı": "i", "ŀ": "l", "Ŀ": "l", "ħ": "h", "Ħ": "h", "ŧ": "t", "Ŧ": "t", "ƒ": "f",
+    "ĸ": "k", "ŉ": "n", "ſ": "s",
+}
+
+
+def _greek_names() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for code in range(0x0391, 0x03FF):
+        char = chr(code)
+        name = unicodedata.name(char, "")
+        for prefix in ("GREEK SMALL LETTER ", "GREEK CAPITAL LETTER "):
+            if name.startswith(prefix) and " " not in name[len(prefix):]:
+                table[char] = f" {name[len(prefix):].lower()} "
+    table["ϵ"] = " epsilon "
+    table["ϑ"] = " theta "
+    table["ϕ"] = " phi "
+    table["ϱ"] = " rho "
+    table["ϖ"] = " pi "
+    table["µ"] = " mu "  # MICRO SIGN, common in physics abstracts
+    return table
+
+
+_TRANSLATE = str.maketrans({**_LETTER_FOLDS, **_greek_names()})
+# `\varepsilon` etc. should give the same word as the letter.
+_VAR_GREEK = {"varepsilon": "epsilon", "vartheta": "theta", "varphi": "phi", "varrho": "rho",
+              "varpi": "pi", "varsigma": "sigma", "varkappa": "kappa"}
+
+
+def _accent(match: re.Match[str]) -> str:
+    letter = next(group for group in match.groups()[1:] if group)
+    return letter + _COMBINING[match.group(1)]
+
+
+def _macro(match: re.Match[str]) -> str:
+    name = match.group(1)
+    if name in _SILENT_MACROS:
+        return " "
+    return f" {_VAR_GREEK.get(name, name)} "
+
+
+def _decode_latex(text: str) -> str:
+    text = _SPECIAL_LETTER_RE.sub(lambda m: _SPECIAL_LETTERS[m.group(1)], text)
+    text = _SYMBOL_ACCENT_RE.sub(_accent, text)
+    text = _LETTER_ACCENT_RE.sub(_accent, text)
+    text = _MACRO_RE.sub(_macro, text)
+    text = _ESCAPED_RE.sub(lambda m: " " if m.group(1).isspace() else m.group(1), text)
+    # Braces group letters inside one word (`Przemys{\l}aw`), so they vanish without a break.
+    return text.replace("{", "").replace("}", "")
+
+
+def fold(text: str) -> str:
+    """Decode LaTeX and HTML, drop accents and case-fold; punctuation is kept."""
+    if "\\" in text or "{" in text:
+        text = _decode_latex(text)
+    if "&" in text:
+        text = html.unescape(text)
+    text = unicodedata.normalize("NFKD", text.translate(_TRANSLATE))
+    text = "".join(char for char in text if not unicodedata.combining(char)).casefold()
+    # Case folding and compatibility forms can expose new foldable letters; one more pass settles.
+    return unicodedata.normalize("NFKD", text.translate(_TRANSLATE))
+
+
+def words(text: str) -> list[str]:
+    """The normalised words of `text`, in order (`"Graph-Neural Nets"` → graph, neural, nets)."""
+    return _WORD_RE.findall(fold(text))
+
+
+# Lower-case particles that start a surname when they follow a given name ("Jan van der Berg").
+PARTICLES = frozenset(
+    [
+        "van", "von", "der", "den", "de", "del", "della", "dei", "degli", "di", "da", "das", "dos",
+        "du", "des", "la", "le", "lo", "ten", "ter", "te", "zu", "zur", "af", "av", "bin", "ibn",
+        "al", "el", "st",
+    ]
+)
+_SUFFIXES = frozenset({"jr", "sr", "ii", "iii", "iv"})
+
+
+@dataclass(frozen=True, slots=True)
+class NamePart:
+    """One given name (or particle), normalised; `abbreviated` for initials like `E.`."""
+
+    text: str
+    abbreviated: bool = False
+
+    def agrees(self, other: NamePart) -> bool:
+        """Whether two name parts can denote the same name (`E.` agrees with `Eiko`)."""
+        if self.abbreviated or other.abbreviated:
+            shorter, longer = sorted((self.text, other.text), key=len)
+            return longer.startswith(shorter)
+        return self.text == other.text
+
+
+@dataclass(frozen=True, slots=True)
+class PersonName:
+    """A person's name split into given names and a surname (particles included)."""
+
+    given: tuple[NamePart, ...]
+    surname: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        """The last word of the surname: every matching pair of names shares it."""
+        return self.surname[-1]
+
+    def _leading(self) -> tuple[NamePart, ...]:
+        return self.given + tuple(NamePart(word) for word in self.surname[:-1])
+
+    def matches(self, author: PersonName) -> bool:
+        """Whether this query name denotes `author`.
+
+        The last surname words must be equal; every other word of the query must then appear in
+        the author's name, in order, where an initial agrees with any name starting with it. So
+        `Yoneki`, `E. Yoneki` and `Eiko Yoneki` all match "Eiko Yoneki", `Emma Yoneki` does not;
+        `Berg`, `van der Berg` and `Jan van der Berg` all match "Jan van der Berg", while
+        `van der Berg` does not match "Anna Berg". A query naming a middle name (`J. A. Smith`)
+        needs it in the author's name too.
+        """
+        if self.key != author.key:
+            return False
+        wanted = self._leading()
+        if not wanted:
+            return True
+        position = 0
+        available = author._leading()
+        for part in wanted:
+            while position < len(available) and not part.agrees(available[position]):
+                position += 1
+            if position == len(available):
+                return False
+            position += 1
+        return True
+
+    def __str__(self) -> str:
+        given = " ".join(f"{p.text}." if p.abbreviated else p.text for p in self.given)
+        return f"{given} {' '.join(self.surname)}".strip()
+
+
+def _name_tokens(text: str) -> list[NamePart]:
+    parts = []
+    for word, dot in _NAME_TOKEN_RE.findall(fold(text)):
+        abbreviated = len(word) == 1 or (bool(dot) and len(word) <= 3 and word not in _SUFFIXES)
+        parts.append(NamePart(word, abbreviated))
+    return parts
+
+
+def _strip_suffixes(parts: list[NamePart]) -> list[NamePart]:
+    while len(parts) > 2 and parts[-1].text in _SUFFIXES:
+        parts = parts[:-1]
+    return parts
+
+
+def split_name(name: str) -> PersonName | None:
+    """Split an author name ("Eiko Yoneki", "Yoneki, E.", "Jan van der Berg") into its parts.
+
+    Returns None when the name has no letters or digits at all.
+    """
+    if "," in name:
+        # "Surname, Given[, Jr.]" is read as "Given Surname", so both spellings split alike.
+        surname_text, _, given_text = name.partition(",")
+        given = [p for p in _name_tokens(given_text) if p.text not in _SUFFIXES]
+        surname = [NamePart(p.text) for p in _name_tokens(surname_text)]
+        parts = given + surname if surname else given
+    else:
+        parts = _strip_suffixes(_name_tokens(name))
+    if not parts:
+        return None
+    start = len(parts) - 1
+    for index in range(1, len(parts) - 1):
+        if parts[index].text in PARTICLES and not parts[index].abbreviated:
+            start = index
+            break
+    return PersonName(tuple(parts[:start]), tuple(p.text for p in parts[start:]))

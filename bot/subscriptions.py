@@ -1,0 +1,123 @@
+"""Following and unfollowing: parse, store, keep the live matcher in step, preview matches."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from bot.clock import Clock
+from bot.models import Subscription
+from bot.query.matcher import Matcher
+from bot.query.parser import And, Archive, Category, Node, Or, QueryError, canonical, parse
+from bot.storage import Storage
+
+log = logging.getLogger(__name__)
+
+PREVIEW_DAYS = 7
+
+
+@dataclass(frozen=True, slots=True)
+class FollowResult:
+    """The outcome of `/follow`: added (with a 7-day preview count), duplicate, limit or error."""
+
+    status: str  # "added" | "duplicate" | "limit" | "invalid"
+    subscription: Subscription | None = None
+    preview_matches: int = 0
+    error: QueryError | None = None
+
+
+class SubscriptionService:
+    """Owns the compiled matcher; every change of subscriptions goes through here."""
+
+    def __init__(self, storage: Storage, clock: Clock) -> None:
+        self._store = storage
+        self._clock = clock
+        self.matcher = Matcher()
+        self._queries: dict[int, tuple[str, Node]] = {}  # sub id -> (canonical text, AST)
+
+    async def load(self) -> int:
+        """Compile every stored subscription into the matcher (at start-up)."""
+        entries = []
+        for sub in await self._store.subscriptions.all():
+            try:
+                node = parse(sub.query)
+                entries.append((sub.id, sub.chat_id, node))
+                self._queries[sub.id] = (sub.query, node)
+            except QueryError as exc:  # a query stored by an older grammar; keep running
+                log.warning("subscription %s no longer parses (%s); skipped", sub.id, exc)
+        self.matcher = Matcher.build(entries)
+        log.info("matcher compiled with %d subscriptions", len(entries))
+        return len(entries)
+
+    async def follow(self, chat_id: int, raw_query: str) -> FollowResult:
+        """Parse and add a query for a chat; duplicates and the 50-per-chat limit are refused."""
+        try:
+            node = parse(raw_query)
+        except QueryError as exc:
+            return FollowResult("invalid", error=exc)
+        query = canonical(node)
+        result = await self._store.subscriptions.add(chat_id, query, raw_query, self._clock.now())
+        if result.status != "added" or result.subscription is None:
+            return FollowResult(result.status, result.subscription)
+        self.matcher.add(result.subscription.id, chat_id, node)
+        self._queries[result.subscription.id] = (query, node)
+        return FollowResult("added", result.subscription, await self._preview(node))
+
+    async def _preview(self, node) -> int:
+        """How many stored papers of the last week this query would have matched."""
+        since = self._clock.now() - PREVIEW_DAYS * 86400
+        papers = await self._store.papers.seen_since(since)
+        if not papers:
+            return 0
+        preview = Matcher.build([(1, 1, node)])
+        return sum(len(matches) for matches in preview.match(papers).values())
+
+    async def unfollow(self, chat_id: int, number: int) -> Subscription | None:
+        """Remove the chat's subscription shown as `number` in /list; None if there is none."""
+        subs = await self._store.subscriptions.for_chat(chat_id)
+        if not 1 <= number <= len(subs):
+            return None
+        return await self.unfollow_id(chat_id, subs[number - 1].id)
+
+    async def unfollow_id(self, chat_id: int, sub_id: int) -> Subscription | None:
+        """Remove a subscription by row id, only if this chat owns it."""
+        sub = await self._store.subscriptions.get(sub_id)
+        if sub is None or sub.chat_id != chat_id:
+            return None
+        if await self._store.subscriptions.remove(chat_id, sub_id):
+            self.matcher.remove(sub_id)
+            self._queries.pop(sub_id, None)
+            return sub
+        return None
+
+    async def unfollow_all(self, chat_id: int) -> int:
+        subs = await self._store.subscriptions.for_chat(chat_id)
+        removed = await self._store.subscriptions.remove_all(chat_id)
+        for sub in subs:
+            self.matcher.remove(sub.id)
+            self._queries.pop(sub.id, None)
+        return removed
+
+    async def for_chat(self, chat_id: int) -> list[Subscription]:
+        return await self._store.subscriptions.for_chat(chat_id)
+
+    def query_text(self, sub_id: int) -> str | None:
+        """The canonical text of a live subscription (shown as "matched: …")."""
+        entry = self._queries.get(sub_id)
+        return None if entry is None else entry[0]
+
+    def followed_sources(self) -> set[str]:
+        """Categories and archives that subscriptions name positively (to plan the feeds)."""
+        found: set[str] = set()
+
+        def walk(node: Node) -> None:
+            if isinstance(node, Category | Archive):
+                found.add(node.name)
+            elif isinstance(node, And | Or):
+                for child in node.children:
+                    walk(child)
+            # Under NOT a category only excludes papers, so it needs no feed of its own.
+
+        for _, node in self._queries.values():
+            walk(node)
+        return found

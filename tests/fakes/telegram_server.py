@@ -1,0 +1,1873 @@
+"""A fake Telegram Bot API server for end-to-end tests.
+
+A real HTTP server on 127.0.0.1 (stdlib ``ThreadingHTTPServer`` in a daemon thread), so the same
+fake serves an in-process ``telegram.ext.Application`` and a bot running as ``python -m bot``.
+Point the bot at ``TELEGRAM_API_URL=tg.api_url``; PTB is built with ``base_url=f"{api_url}/bot"``.
+
+It behaves like Telegram where our bot would notice: the ``{"ok": ..}`` envelope, HTML parse errors,
+the 4096 limit, "message is not modified", long polling with offsets, 403/429/ChatMigrated, and
+(optionally) Telegram's flood limits. Deliberate differences, so that bot bugs surface in tests:
+
+* An unknown named entity such as ``&foo;`` is refused (Telegram shows it literally, which only
+  happens when the bot forgot to escape); a bare ``&`` is accepted, as Telegram does.
+* Lengths are counted in UTF-16 code units, like entity offsets (the stricter reading).
+* ``MarkdownV2``/``Markdown`` text is stored as sent, without parsing.
+* Only sends (``sendMessage``, ``sendDocument``) count towards the flood limits, not edits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import math
+import re
+import socket
+import socketserver
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, NamedTuple, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import pytest
+
+T = TypeVar("T")
+
+DEFAULT_TOKEN = "123456789:TEST-fake-telegram-token"
+DEFAULT_BOT_USERNAME = "arxiv_alert_test_bot"
+# A user id for messages injected into groups when the test does not name a sender.
+DEFAULT_GROUP_USER_ID = 4242
+
+MAX_MESSAGE_LENGTH = 4096
+MAX_CAPTION_LENGTH = 1024
+MAX_CALLBACK_DATA_BYTES = 64
+MAX_LONG_POLL_SECONDS = 50
+_POLL_STEP = 0.02
+
+_TOO_LONG = "Bad Request: message is too long"
+_EMPTY = "Bad Request: message text is empty"
+_NOT_MODIFIED = (
+    "Bad Request: message is not modified: specified new message content and reply markup "
+    "are exactly the same as a current content and reply markup of the message"
+)
+_QUERY_INVALID = "Bad Request: query is too old and response timeout expired or query ID is invalid"
+
+# Update types Telegram leaves out unless asked for explicitly in allowed_updates.
+_OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
+_SEND_METHODS = frozenset({"sendMessage", "sendDocument"})
+# Methods that act in a chat, and so fail for a blocked or migrated chat.
+_CHAT_WRITE_METHODS = frozenset(
+    {
+        "sendMessage",
+        "sendDocument",
+        "editMessageText",
+        "editMessageReplyMarkup",
+        "sendChatAction",
+        "deleteMessage",
+    }
+)
+_CHAT_ACTIONS = frozenset(
+    {
+        "typing",
+        "upload_photo",
+        "record_video",
+        "upload_video",
+        "record_voice",
+        "upload_voice",
+        "upload_document",
+        "choose_sticker",
+        "find_location",
+        "record_video_note",
+        "upload_video_note",
+    }
+)
+_PARSE_MODES = frozenset({"HTML", "MarkdownV2", "Markdown"})
+
+# PTB sends form fields as strings (JSON-encoded when not a string); Telegram types them per
+# parameter, and so do we.
+_JSON_FIELDS = frozenset(
+    {
+        "reply_markup",
+        "entities",
+        "caption_entities",
+        "allowed_updates",
+        "commands",
+        "scope",
+        "link_preview_options",
+        "reply_parameters",
+    }
+)
+_INT_FIELDS = frozenset(
+    {
+        "chat_id",
+        "message_id",
+        "offset",
+        "limit",
+        "timeout",
+        "user_id",
+        "cache_time",
+        "message_thread_id",
+        "reply_to_message_id",
+    }
+)
+_BOOL_FIELDS = frozenset(
+    {
+        "disable_notification",
+        "protect_content",
+        "show_alert",
+        "drop_pending_updates",
+        "allow_sending_without_reply",
+        "disable_content_type_detection",
+        "for_channels",
+        "disable_web_page_preview",
+    }
+)
+
+
+# --------------------------------------------------------------------------- public values
+
+
+class Call(NamedTuple):
+    """One request the bot made, in the order the fake answered them."""
+
+    method: str
+    params: dict[str, Any]
+    at: float
+    status: int = 200
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    """A message the bot sent, as it currently stands (edits applied)."""
+
+    chat_id: int
+    message_id: int
+    text: str  # what the user sees: entities parsed out, like Message.text
+    sent_text: str  # what the bot sent, markup included
+    parse_mode: str | None
+    entities: tuple[dict[str, Any], ...]
+    reply_markup: dict[str, Any] | None
+    date: int
+    edit_date: int | None = None
+    edit_count: int = 0
+    params: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def buttons(self) -> list[dict[str, Any]]:
+        """The inline keyboard's buttons, row by row, flattened."""
+        rows = (self.reply_markup or {}).get("inline_keyboard") or []
+        return [button for row in rows for button in row]
+
+    @property
+    def button_texts(self) -> list[str]:
+        """The labels of the inline keyboard's buttons."""
+        return [button.get("text", "") for button in self.buttons]
+
+    @property
+    def callback_data(self) -> list[str]:
+        """The callback_data of every callback button."""
+        return [b["callback_data"] for b in self.buttons if "callback_data" in b]
+
+
+@dataclass(frozen=True)
+class SentDocument:
+    """A document the bot uploaded (or re-sent by file_id)."""
+
+    chat_id: int
+    message_id: int
+    filename: str
+    content: bytes
+    mime_type: str | None
+    caption: str | None
+    sent_caption: str | None
+    parse_mode: str | None
+    file_id: str
+    date: int
+    reply_markup: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CallbackAnswer:
+    """An answerCallbackQuery the bot made."""
+
+    callback_query_id: str
+    text: str | None
+    show_alert: bool
+    url: str | None
+    cache_time: int | None
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """Telegram's flood limits as the fake enforces them with ``enforce_limits=True``.
+
+    Private chats get a token bucket: ``private_burst`` messages at once, then
+    ``private_per_second``; Telegram tolerates short bursts in a private chat, but not a flood.
+    """
+
+    global_per_second: int = 30
+    private_per_second: float = 1.0
+    private_burst: int = 3
+    group_per_minute: int = 20
+
+
+# --------------------------------------------------------------------------- HTML entities
+
+
+class EntityParseError(ValueError):
+    """Text that Telegram would refuse with "can't parse entities"."""
+
+
+_ENTITY_RE = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
+_NAMED_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
+_TAG_ENTITY = {
+    "b": "bold",
+    "strong": "bold",
+    "i": "italic",
+    "em": "italic",
+    "u": "underline",
+    "ins": "underline",
+    "s": "strikethrough",
+    "strike": "strikethrough",
+    "del": "strikethrough",
+    "a": "text_link",
+    "code": "code",
+    "pre": "pre",
+    "tg-spoiler": "spoiler",
+    "span": "spoiler",
+    "blockquote": "blockquote",
+    "tg-emoji": "custom_emoji",
+}
+_UNQUOTED_VALUE = re.compile(r"[A-Za-z0-9.\-]*")
+
+
+def utf16_len(text: str) -> int:
+    """Length in UTF-16 code units, Telegram's unit for offsets and lengths."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _decode_entity(body: str) -> str | None:
+    if body.startswith("#"):
+        code = int(body[2:], 16) if body[1:2] in ("x", "X") else int(body[1:])
+        if code == 0 or code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            return None
+        return chr(code)
+    return _NAMED_ENTITIES.get(body)
+
+
+def _unescape_attribute(value: str) -> str:
+    def decode(match: re.Match[str]) -> str:
+        return _decode_entity(match.group(1)) or match.group(0)
+
+    return _ENTITY_RE.sub(decode, value)
+
+
+def parse_html(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """Parse Bot API HTML into (plain text, entities), raising EntityParseError like Telegram."""
+    out: list[str] = []
+    pos16 = 0
+    entities: list[dict[str, Any]] = []
+    stack: list[tuple[str, dict[str, str], int]] = []
+    i, n = 0, len(text)
+
+    def at(index: int) -> str:
+        return f"at byte offset {len(text[:index].encode())}"
+
+    while i < n:
+        char = text[i]
+        if char == "&" and (match := _ENTITY_RE.match(text, i)):
+            decoded = _decode_entity(match.group(1))
+            if decoded is None:
+                raise EntityParseError(f'Unsupported HTML entity "{match.group(0)}" {at(i)}')
+            out.append(decoded)
+            pos16 += utf16_len(decoded)
+            i = match.end()
+            continue
+        if char != "<":
+            out.append(char)
+            pos16 += utf16_len(char)
+            i += 1
+            continue
+        if text.startswith("</", i):
+            end = text.find(">", i)
+            if end == -1:
+                raise EntityParseError(f"Unclosed end tag {at(i)}")
+            name = text[i + 2 : end].strip().lower()
+            if not stack:
+                raise EntityParseError(f"Unexpected end tag {at(i)}")
+            open_name, attrs, begin16 = stack.pop()
+            if name and name != open_name:
+                raise EntityParseError(
+                    f'Unmatched end tag {at(i)}, expected "</{open_name}>", found "</{name}>"'
+                )
+            _close_tag(open_name, attrs, begin16, pos16, stack, entities)
+            i = end + 1
+            continue
+        i = _open_tag(text, i, pos16, stack, at)
+
+    if stack:
+        raise EntityParseError(f'Can\'t find end tag corresponding to start tag "{stack[-1][0]}"')
+    entities.sort(key=lambda e: (e["offset"], -e["length"]))
+    return "".join(out), entities
+
+
+def _open_tag(
+    text: str,
+    start: int,
+    pos16: int,
+    stack: list[tuple[str, dict[str, str], int]],
+    at: Callable[[int], str],
+) -> int:
+    n = len(text)
+    j = start + 1
+    while j < n and not text[j].isspace() and text[j] != ">":
+        j += 1
+    if j >= n:
+        raise EntityParseError(f"Unclosed start tag {at(start)}")
+    name = text[start + 1 : j].lower()
+    if name not in _TAG_ENTITY:
+        raise EntityParseError(f'Unsupported start tag "{name}" {at(start)}')
+    attrs: dict[str, str] = {}
+    while True:
+        while j < n and text[j].isspace():
+            j += 1
+        if j >= n:
+            raise EntityParseError(f"Unclosed start tag {at(start)}")
+        if text[j] == ">":
+            j += 1
+            break
+        k = j
+        while k < n and not text[k].isspace() and text[k] not in "=>":
+            k += 1
+        attribute = text[j:k].lower()
+        if not attribute:
+            raise EntityParseError(f'Empty attribute name in the tag "{name}" {at(start)}')
+        j = k
+        while j < n and text[j].isspace():
+            j += 1
+        if j < n and text[j] != "=" and name == "blockquote" and attribute == "expandable":
+            attrs[attribute] = ""
+            continue
+        if j >= n or text[j] != "=":
+            raise EntityParseError(
+                "Expected equal sign in declaration of an attribute of the tag "
+                f'"{name}" {at(start)}'
+            )
+        j += 1
+        while j < n and text[j].isspace():
+            j += 1
+        if j < n and text[j] in "'\"":
+            close = text.find(text[j], j + 1)
+            if close == -1:
+                raise EntityParseError(f"Unclosed end of attribute value {at(start)}")
+            value, j = text[j + 1 : close], close + 1
+        else:
+            match = _UNQUOTED_VALUE.match(text, j)
+            value = match.group(0) if match else ""
+            j += len(value)
+        attrs[attribute] = _unescape_attribute(value)
+    if name == "span" and attrs.get("class") != "tg-spoiler":
+        raise EntityParseError(f'Tag "span" must have class "tg-spoiler" {at(start)}')
+    if name == "tg-emoji" and not attrs.get("emoji-id", "").isdigit():
+        raise EntityParseError(f'Tag "tg-emoji" must have a numeric "emoji-id" {at(start)}')
+    stack.append((name, attrs, pos16))
+    return j
+
+
+def _close_tag(
+    name: str,
+    attrs: dict[str, str],
+    begin16: int,
+    end16: int,
+    stack: list[tuple[str, dict[str, str], int]],
+    entities: list[dict[str, Any]],
+) -> None:
+    language = attrs.get("class", "").removeprefix("language-")
+    if name == "code" and stack and stack[-1][0] == "pre" and attrs.get("class", "") != language:
+        # <pre><code class="language-x"> is one pre entity with a language, as in Telegram.
+        stack[-1][1]["language"] = language
+        return
+    length = end16 - begin16
+    if length <= 0:
+        return
+    entity: dict[str, Any] = {"type": _TAG_ENTITY[name], "offset": begin16, "length": length}
+    if name == "a":
+        if not attrs.get("href"):
+            return
+        entity["url"] = attrs["href"]
+    elif name == "pre" and attrs.get("language"):
+        entity["language"] = attrs["language"]
+    elif name == "blockquote" and "expandable" in attrs:
+        entity["type"] = "expandable_blockquote"
+    elif name == "tg-emoji":
+        entity["custom_emoji_id"] = attrs["emoji-id"]
+    entities.append(entity)
+
+
+def _strip_entities(
+    text: str, entities: list[dict[str, Any]]
+) -> tuple[str, tuple[dict[str, Any], ...]]:
+    """Trim surrounding whitespace like Telegram does, moving and clipping entities along."""
+    stripped = text.strip(" \t\r\n")
+    if not stripped:
+        return "", ()
+    lead = utf16_len(text[: len(text) - len(text.lstrip(" \t\r\n"))])
+    total = utf16_len(stripped)
+    kept = []
+    for entity in entities:
+        start = max(entity["offset"] - lead, 0)
+        end = min(entity["offset"] + entity["length"] - lead, total)
+        if end > start:
+            kept.append({**entity, "offset": start, "length": end - start})
+    return stripped, tuple(kept)
+
+
+# --------------------------------------------------------------------------- request decoding
+
+
+class _Upload(NamedTuple):
+    filename: str
+    content: bytes
+    mime_type: str | None
+
+
+class _ApiError(Exception):
+    def __init__(self, code: int, description: str, parameters: dict[str, Any] | None = None):
+        super().__init__(description)
+        self.code = code
+        self.description = description
+        self.parameters = parameters
+
+
+def _bad_request(description: str) -> _ApiError:
+    return _ApiError(400, f"Bad Request: {description}")
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if name in _JSON_FIELDS:
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise _bad_request(f"can't parse {name} JSON object") from None
+    if name in _INT_FIELDS:
+        with contextlib.suppress(ValueError):
+            return int(value)
+        return value
+    if name in _BOOL_FIELDS:
+        return value.lower() in ("true", "1")
+    return value
+
+
+_DISPOSITION_PARAM = re.compile(r'\b(name|filename)="((?:[^"\\]|\\.)*)"')
+
+
+def _parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], dict[str, _Upload]]:
+    match = re.search(r'boundary="?([^";]+)"?', content_type)
+    if not match:
+        raise _bad_request("multipart boundary is missing")
+    delimiter = b"--" + match.group(1).encode("latin-1")
+    fields: dict[str, str] = {}
+    files: dict[str, _Upload] = {}
+    for raw in body.split(delimiter)[1:]:
+        if raw.startswith(b"--"):
+            break
+        head, _, content = raw.removeprefix(b"\r\n").partition(b"\r\n\r\n")
+        content = content.removesuffix(b"\r\n")
+        headers = {}
+        for line in head.decode("utf-8", "replace").split("\r\n"):
+            key, _, value = line.partition(":")
+            headers[key.strip().lower()] = value.strip()
+        params = {
+            key: unquote(value.replace('\\"', '"').replace("\\\\", "\\"))
+            for key, value in _DISPOSITION_PARAM.findall(headers.get("content-disposition", ""))
+        }
+        name = params.get("name")
+        if name is None:
+            continue
+        if "filename" in params:
+            files[name] = _Upload(params["filename"], content, headers.get("content-type"))
+        else:
+            fields[name] = content.decode("utf-8")
+    return fields, files
+
+
+def _decode_request(
+    query: str, content_type: str, body: bytes
+) -> tuple[dict[str, Any], dict[str, _Upload]]:
+    raw: dict[str, Any] = dict(parse_qsl(query, keep_blank_values=True))
+    files: dict[str, _Upload] = {}
+    kind = content_type.split(";")[0].strip().lower()
+    if body and kind == "application/json":
+        try:
+            decoded = json.loads(body)
+        except ValueError:
+            raise _bad_request("can't parse JSON body") from None
+        if not isinstance(decoded, dict):
+            raise _bad_request("JSON body must be an object")
+        raw.update(decoded)
+    elif body and kind == "multipart/form-data":
+        fields, files = _parse_multipart(content_type, body)
+        raw.update(fields)
+    elif body:
+        raw.update(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
+    return {name: _coerce(name, value) for name, value in raw.items()}, files
+
+
+# --------------------------------------------------------------------------- HTTP plumbing
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, fake: FakeTelegram):
+        self.fake = fake
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind does a reverse DNS lookup (getfqdn) that can stall for seconds.
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # the client went away (e.g. PTB cancelled a long poll on shutdown)
+        self.fake._record_server_error(traceback.format_exc())
+
+    def close_connections(self) -> None:
+        with self.connections_lock:
+            connections = list(self.connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in two writes; without this, Nagle + delayed ACK add ~40 ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.server.connections_lock:
+            self.server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            with self.server.connections_lock:
+                self.server.connections.discard(self.connection)
+
+    def do_POST(self) -> None:
+        body = self._read_body()
+        url = urlsplit(self.path)
+        status, payload = self.server.fake._handle(
+            url.path, url.query, self.headers.get("Content-Type", ""), body
+        )
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: the request log would print the bot token."""
+
+
+# --------------------------------------------------------------------------- the fake
+
+
+@dataclass
+class _Failure:
+    method: str
+    error_code: int
+    description: str
+    parameters: dict[str, Any] | None
+    chat_id: int | str | None
+    remaining: int
+
+
+class FakeTelegram:
+    """A fake Bot API server: inject updates, inspect what the bot did, inject failures."""
+
+    def __init__(
+        self,
+        token: str = DEFAULT_TOKEN,
+        *,
+        bot_username: str = DEFAULT_BOT_USERNAME,
+        bot_name: str = "arXiv Alerts (test)",
+        enforce_limits: bool = False,
+        limits: RateLimits | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        bot_id, sep, _ = token.partition(":")
+        if not sep or not bot_id.isdigit():
+            raise ValueError(f"a bot token looks like '123456:ABC...', got {token!r}")
+        self.token = token
+        self.bot_id = int(bot_id)
+        self.bot_username = bot_username
+        self.bot_name = bot_name
+        self.enforce_limits = enforce_limits
+        self.limits = limits or RateLimits()
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._ids = itertools.count(1)
+
+        self._calls: list[Call] = []
+        self._updates: list[dict[str, Any]] = []
+        self._next_update_id = 100_000
+        self._allowed_updates: frozenset[str] | None = None
+        self._poll_generation = 0
+        self._chats: dict[int, dict[str, Any]] = {}
+        self._users: dict[int, dict[str, Any]] = {}
+        self._message_ids: dict[int, int] = {}
+        self._user_messages: dict[int, set[int]] = {}
+        self._messages: dict[int, dict[int, SentMessage]] = {}
+        self._documents: dict[int, list[SentDocument]] = {}
+        self._files: dict[str, SentDocument] = {}
+        self._callback_queries: set[str] = set()
+        self._callback_answers: list[CallbackAnswer] = []
+        self._commands: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self._descriptions: dict[tuple[str, str], str] = {}
+        self._admins: dict[int, set[int]] = {}
+        self._creators: dict[int, int] = {}
+        self._statuses: dict[tuple[int, int], str] = {}
+        self._blocked: set[int] = set()
+        self._migrated: dict[int, int] = {}
+        self._failures: list[_Failure] = []
+        self._delays: list[list[Any]] = []
+        self._global_sends: deque[float] = deque()
+        self._private_buckets: dict[int, tuple[float, float]] = {}
+        self._group_sends: dict[int, deque[float]] = {}
+        self._rate_limited = 0
+        self._server_errors: list[str] = []
+        self._active_requests = 0
+        self._waiting_polls = 0
+
+        self._methods: dict[str, Callable[[dict[str, Any], dict[str, _Upload]], Any]] = {
+            "getMe": self._get_me,
+            "logOut": lambda p, f: True,
+            "close": lambda p, f: True,
+            "deleteWebhook": self._delete_webhook,
+            "getWebhookInfo": lambda p, f: {
+                "url": "",
+                "has_custom_certificate": False,
+                "pending_update_count": len(self._updates),
+            },
+            "getUpdates": self._get_updates,
+            "sendMessage": self._send_message,
+            "editMessageText": self._edit_message_text,
+            "editMessageReplyMarkup": self._edit_message_reply_markup,
+            "deleteMessage": self._delete_message,
+            "answerCallbackQuery": self._answer_callback_query,
+            "sendDocument": self._send_document,
+            "setMyCommands": self._set_my_commands,
+            "getMyCommands": self._get_my_commands,
+            "deleteMyCommands": self._delete_my_commands,
+            "setMyDescription": self._description_setter("description", 512),
+            "getMyDescription": self._description_getter("description"),
+            "setMyShortDescription": self._description_setter("short_description", 120),
+            "getMyShortDescription": self._description_getter("short_description"),
+            "setMyName": self._description_setter("name", 64),
+            "getMyName": self._description_getter("name"),
+            "getChat": self._get_chat,
+            "getChatMember": self._get_chat_member,
+            "getChatAdministrators": self._get_chat_administrators,
+            "sendChatAction": self._send_chat_action,
+        }
+        # Bot API method names are case-insensitive.
+        self._canonical = {name.lower(): name for name in self._methods}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> FakeTelegram:
+        """Start serving on a free port of 127.0.0.1; returns self."""
+        if self._server is not None:
+            raise RuntimeError("FakeTelegram is already running")
+        self._stopping.clear()
+        self._server = _Server(self)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-telegram",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: pending long polls return at once, open connections are closed."""
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            return
+        self._stopping.set()
+        with self._cond:
+            self._cond.notify_all()
+            # Let woken long polls write their (empty) answer before connections are cut.
+            self._cond.wait_for(lambda: self._active_requests == 0, timeout=2)
+        server.shutdown()
+        server.server_close()
+        server.close_connections()
+        thread.join(timeout=5)
+        self._server = self._thread = None
+
+    def __enter__(self) -> FakeTelegram:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def api_url(self) -> str:
+        """The value for TELEGRAM_API_URL, e.g. ``http://127.0.0.1:PORT``."""
+        if self._server is None:
+            raise RuntimeError("FakeTelegram is not running; call start() or use `with`")
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    @property
+    def base_url(self) -> str:
+        """The value for PTB's ``base_url`` (it appends token and method)."""
+        return f"{self.api_url}/bot"
+
+    # ------------------------------------------------------------------ injecting updates
+
+    def add_update(self, update: Mapping[str, Any]) -> int:
+        """Queue a raw update for getUpdates; assigns update_id when missing and returns it."""
+        with self._cond:
+            raw = dict(update)
+            if "update_id" not in raw:
+                raw["update_id"] = self._next_update_id
+            self._next_update_id = max(self._next_update_id, raw["update_id"]) + 1
+            self._updates.append(raw)
+            self._cond.notify_all()
+            return raw["update_id"]
+
+    def send_text(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        user_id: int | None = None,
+        chat_type: str | None = None,
+        language_code: str | None = "en",
+        first_name: str = "Ada",
+        username: str | None = None,
+        title: str | None = None,
+        entities: list[dict[str, Any]] | None = None,
+        reply_to_message_id: int | None = None,
+    ) -> int:
+        """A user writes ``text`` in the chat; returns the new message's id."""
+        with self._cond:
+            chat = self._remember_chat(chat_id, chat_type, first_name, username, title)
+            sender_id = (
+                user_id
+                if user_id is not None
+                else (chat_id if chat["type"] == "private" else DEFAULT_GROUP_USER_ID)
+            )
+            user = self._remember_user(sender_id, first_name, username, language_code)
+            message_id = self._new_message_id(chat_id)
+            self._user_messages.setdefault(chat_id, set()).add(message_id)
+            message: dict[str, Any] = {
+                "message_id": message_id,
+                "from": user,
+                "chat": chat,
+                "date": int(time.time()),
+                "text": text,
+            }
+            if entities:
+                message["entities"] = entities
+            if reply_to_message_id is not None:
+                replied = self._messages.get(chat_id, {}).get(reply_to_message_id)
+                if replied is not None:
+                    message["reply_to_message"] = self._message_json(replied)
+            self.add_update({"message": message})
+            return message_id
+
+    def send_command(self, chat_id: int, command: str, **kwargs: Any) -> int:
+        """A user sends ``/cmd args`` (or ``/cmd@botname``); returns the message id.
+
+        Takes the keyword arguments of :meth:`send_text`.
+        """
+        if not command.startswith("/"):
+            raise ValueError(f"a command starts with '/', got {command!r}")
+        token = command.split(maxsplit=1)[0]
+        entity = {"type": "bot_command", "offset": 0, "length": utf16_len(token)}
+        return self.send_text(chat_id, command, entities=[entity], **kwargs)
+
+    def press_button(
+        self,
+        chat_id: int,
+        message_id: int,
+        data: str | None = None,
+        *,
+        text: str | None = None,
+        user_id: int | None = None,
+        language_code: str | None = "en",
+        first_name: str = "Ada",
+    ) -> str:
+        """A user presses a callback button of a bot message (by data or label); returns the id.
+
+        Raises AssertionError when the message has no such button: users can only press what
+        they see.
+        """
+        if (data is None) == (text is None):
+            raise ValueError("pass exactly one of data= or text=")
+        with self._cond:
+            message = self._messages.get(chat_id, {}).get(message_id)
+            if message is None:
+                raise AssertionError(
+                    f"chat {chat_id} has no bot message {message_id}\n{self._dump_locked()}"
+                )
+            button = next(
+                (
+                    b
+                    for b in message.buttons
+                    if "callback_data" in b
+                    and (b["callback_data"] == data if data is not None else b["text"] == text)
+                ),
+                None,
+            )
+            if button is None:
+                raise AssertionError(
+                    f"message {message_id} in chat {chat_id} has no callback button "
+                    f"{'data=' + repr(data) if data is not None else 'text=' + repr(text)}; "
+                    f"buttons: {message.buttons}"
+                )
+            chat = self._chat_json(chat_id)
+            sender_id = (
+                user_id
+                if user_id is not None
+                else (chat_id if chat["type"] == "private" else DEFAULT_GROUP_USER_ID)
+            )
+            user = self._remember_user(sender_id, first_name, None, language_code)
+            query_id = str(self.bot_id * 1000 + next(self._ids))
+            self._callback_queries.add(query_id)
+            self.add_update(
+                {
+                    "callback_query": {
+                        "id": query_id,
+                        "from": user,
+                        "message": self._message_json(message),
+                        "chat_instance": str(-chat_id if chat_id < 0 else chat_id * 7),
+                        "data": button["callback_data"],
+                    }
+                }
+            )
+            return query_id
+
+    def my_chat_member(
+        self,
+        chat_id: int,
+        new_status: str,
+        *,
+        old_status: str | None = None,
+        user_id: int | None = None,
+        chat_type: str | None = None,
+        title: str | None = None,
+        first_name: str = "Ada",
+        language_code: str | None = "en",
+    ) -> int:
+        """The bot's own membership changed (added, removed, blocked); returns the update id.
+
+        "kicked"/"left" also block sends to the chat (403), "member"/"administrator" unblock,
+        as on Telegram.
+        """
+        if old_status is None:
+            old_status = "left" if new_status in ("member", "administrator") else "member"
+        with self._cond:
+            chat = self._remember_chat(chat_id, chat_type, first_name, None, title)
+            sender_id = (
+                user_id
+                if user_id is not None
+                else (chat_id if chat["type"] == "private" else DEFAULT_GROUP_USER_ID)
+            )
+            user = self._remember_user(sender_id, first_name, None, language_code)
+            bot = self._bot_user()
+            if new_status in ("kicked", "left"):
+                self._blocked.add(chat_id)
+            else:
+                self._blocked.discard(chat_id)
+            return self.add_update(
+                {
+                    "my_chat_member": {
+                        "chat": chat,
+                        "from": user,
+                        "date": int(time.time()),
+                        "old_chat_member": _chat_member_json(bot, old_status),
+                        "new_chat_member": _chat_member_json(bot, new_status),
+                    }
+                }
+            )
+
+    # ------------------------------------------------------------------ configuring the world
+
+    def set_admins(self, chat_id: int, user_ids: set[int], *, creator: int | None = None) -> None:
+        """Make ``user_ids`` administrators of a group (``creator`` its owner)."""
+        with self._cond:
+            self._admins[chat_id] = set(user_ids)
+            if creator is not None:
+                self._creators[chat_id] = creator
+
+    def set_member_status(self, chat_id: int, user_id: int, status: str) -> None:
+        """Force getChatMember's status ("member", "left", "kicked", ...) for one user."""
+        with self._cond:
+            self._statuses[(chat_id, user_id)] = status
+
+    def block_chat(self, chat_id: int) -> None:
+        """Sends to this chat fail with 403 until :meth:`unblock_chat`."""
+        with self._cond:
+            self._blocked.add(chat_id)
+
+    def unblock_chat(self, chat_id: int) -> None:
+        """Undo :meth:`block_chat`."""
+        with self._cond:
+            self._blocked.discard(chat_id)
+
+    def migrate_chat(self, chat_id: int, new_chat_id: int) -> None:
+        """The group became a supergroup: requests to ``chat_id`` fail with ChatMigrated."""
+        with self._cond:
+            self._migrated[chat_id] = new_chat_id
+
+    def fail_next(
+        self,
+        method: str,
+        error_code: int = 429,
+        *,
+        retry_after: int | None = None,
+        description: str | None = None,
+        migrate_to_chat_id: int | None = None,
+        chat_id: int | str | None = None,
+        times: int = 1,
+    ) -> None:
+        """Make the next ``times`` calls of ``method`` (to ``chat_id``, if given) fail."""
+        parameters: dict[str, Any] | None = None
+        if error_code == 429:
+            retry_after = 3 if retry_after is None else retry_after
+            parameters = {"retry_after": retry_after}
+        if migrate_to_chat_id is not None:
+            parameters = {"migrate_to_chat_id": migrate_to_chat_id}
+        if description is None:
+            description = {
+                429: f"Too Many Requests: retry after {retry_after}",
+                403: "Forbidden: bot was blocked by the user",
+                400: (
+                    "Bad Request: group chat was upgraded to a supergroup chat"
+                    if migrate_to_chat_id is not None
+                    else "Bad Request: chat not found"
+                ),
+                500: "Internal Server Error",
+                502: "Bad Gateway",
+            }.get(error_code, "Error")
+        with self._cond:
+            self._failures.append(
+                _Failure(method, error_code, description, parameters, chat_id, times)
+            )
+
+    def delay_next(self, method: str, seconds: float, *, times: int = 1) -> None:
+        """Answer the next ``times`` calls of ``method`` only after ``seconds``."""
+        with self._cond:
+            self._delays.append([method, seconds, times])
+
+    # ------------------------------------------------------------------ inspecting
+
+    @property
+    def calls(self) -> list[Call]:
+        """Every request so far, in answer order (getUpdates included)."""
+        with self._cond:
+            return list(self._calls)
+
+    def calls_of(self, method: str, *, ok_only: bool = False) -> list[Call]:
+        """The requests of one method; ``ok_only`` keeps the successful ones."""
+        with self._cond:
+            return [
+                c for c in self._calls if c.method == method and (not ok_only or c.status == 200)
+            ]
+
+    def messages(self, chat_id: int) -> list[SentMessage]:
+        """The bot's messages in a chat as they stand now (edits applied, deletions gone)."""
+        with self._cond:
+            return [m for _, m in sorted(self._messages.get(chat_id, {}).items())]
+
+    def message(self, chat_id: int, message_id: int) -> SentMessage:
+        """One bot message as it stands now; KeyError when there is none."""
+        with self._cond:
+            return self._messages[chat_id][message_id]
+
+    def all_messages(self) -> list[SentMessage]:
+        """The bot's messages in every chat, in chat then message order."""
+        with self._cond:
+            return [
+                m
+                for chat in sorted(self._messages)
+                for _, m in sorted(self._messages[chat].items())
+            ]
+
+    def documents(self, chat_id: int) -> list[SentDocument]:
+        """Documents the bot sent to a chat, oldest first."""
+        with self._cond:
+            return list(self._documents.get(chat_id, []))
+
+    @property
+    def callback_answers(self) -> list[CallbackAnswer]:
+        """Every answerCallbackQuery, in order."""
+        with self._cond:
+            return list(self._callback_answers)
+
+    @property
+    def commands(self) -> dict[str, list[tuple[str, str]]]:
+        """Default-scope command lists by language_code ("" for all languages)."""
+        with self._cond:
+            return {
+                lang: list(cmds)
+                for (scope, lang), cmds in self._commands.items()
+                if scope == "default"
+            }
+
+    def commands_for(
+        self, scope: str = "default", language_code: str = ""
+    ) -> list[tuple[str, str]]:
+        """Commands for a scope key ("default", "all_private_chats", "chat:ID", ...)."""
+        with self._cond:
+            return list(self._commands.get((scope, language_code), []))
+
+    def description(self, kind: str = "description", language_code: str = "") -> str | None:
+        """What set{My,MyShort}Description/setMyName stored (kind: description/short_description
+        /name)."""
+        with self._cond:
+            return self._descriptions.get((kind, language_code))
+
+    @property
+    def waiting_polls(self) -> int:
+        """How many getUpdates requests are blocked in long polling right now."""
+        with self._cond:
+            return self._waiting_polls
+
+    @property
+    def pending_updates(self) -> int:
+        """Updates not yet confirmed by getUpdates."""
+        with self._cond:
+            return len(self._updates)
+
+    @property
+    def rate_limited_count(self) -> int:
+        """How many 429 responses the fake has given (enforced or injected)."""
+        with self._cond:
+            return self._rate_limited
+
+    @property
+    def server_errors(self) -> list[str]:
+        """Tracebacks of bugs inside the fake itself (should stay empty)."""
+        with self._cond:
+            return list(self._server_errors)
+
+    def dump(self) -> str:
+        """A readable summary of everything received, for assertion messages."""
+        with self._cond:
+            return self._dump_locked()
+
+    # ------------------------------------------------------------------ waiting
+
+    async def wait_for(
+        self, predicate: Callable[[], T], timeout: float = 10.0, *, what: str = "condition"
+    ) -> T:
+        """Poll ``predicate()`` until truthy and return its value; AssertionError on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = predicate()
+            if result:
+                return result
+            if time.monotonic() >= deadline:
+                raise self._timed_out(what, timeout)
+            await asyncio.sleep(_POLL_STEP)
+
+    def wait_for_sync(
+        self, predicate: Callable[[], T], timeout: float = 10.0, *, what: str = "condition"
+    ) -> T:
+        """Blocking :meth:`wait_for`, for synchronous tests."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = predicate()
+            if result:
+                return result
+            if time.monotonic() >= deadline:
+                raise self._timed_out(what, timeout)
+            time.sleep(_POLL_STEP)
+
+    def _timed_out(self, what: str, timeout: float) -> AssertionError:
+        return AssertionError(f"timed out after {timeout}s waiting for {what}\n{self.dump()}")
+
+    def _matching(self, chat_id: int, contains: str | None) -> list[SentMessage]:
+        return [m for m in self.messages(chat_id) if contains is None or contains in m.text]
+
+    async def wait_for_messages(
+        self, chat_id: int, contains: str | None = None, count: int = 1, timeout: float = 10.0
+    ) -> list[SentMessage]:
+        """Wait until ``count`` bot messages in the chat show ``contains``; returns all matches."""
+        return await self.wait_for(
+            lambda: len(found := self._matching(chat_id, contains)) >= count and found,
+            timeout,
+            what=f"{count} message(s) in chat {chat_id}"
+            + (f" containing {contains!r}" if contains is not None else ""),
+        )
+
+    async def wait_for_message(
+        self, chat_id: int, contains: str | None = None, count: int = 1, timeout: float = 10.0
+    ) -> SentMessage:
+        """Like :meth:`wait_for_messages`, returning the newest matching message."""
+        return (await self.wait_for_messages(chat_id, contains, count, timeout))[-1]
+
+    async def wait_for_call(self, method: str, count: int = 1, timeout: float = 10.0) -> Call:
+        """Wait until ``method`` was called successfully ``count`` times; returns the last call."""
+        calls = await self.wait_for(
+            lambda: len(found := self.calls_of(method, ok_only=True)) >= count and found,
+            timeout,
+            what=f"{count} successful {method} call(s)",
+        )
+        return calls[-1]
+
+    # ------------------------------------------------------------------ request handling
+
+    def _handle(
+        self, path: str, query: str, content_type: str, body: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        with self._cond:
+            self._active_requests += 1
+        try:
+            return self._handle_counted(path, query, content_type, body)
+        finally:
+            with self._cond:
+                self._active_requests -= 1
+                self._cond.notify_all()
+
+    def _handle_counted(
+        self, path: str, query: str, content_type: str, body: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        arrived = time.time()
+        match = re.fullmatch(r"/bot([^/]+)/([A-Za-z0-9_]+)/?", path)
+        if match is None:
+            return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
+        token, requested = match.groups()
+        method = self._canonical.get(requested.lower(), requested)
+        recorded: dict[str, Any] = {}
+        try:
+            params, files = _decode_request(query, content_type, body)
+            recorded = {
+                **params,
+                **{k: {"filename": f.filename, "size": len(f.content)} for k, f in files.items()},
+            }
+            if token != self.token:
+                raise _ApiError(401, "Unauthorized")
+            handler = self._methods.get(method)
+            if handler is None:
+                raise _ApiError(404, "Not Found")
+            self._apply_delay(method)
+            with self._cond:
+                result = self._run(method, handler, params, files)
+            status, payload = 200, {"ok": True, "result": result}
+        except _ApiError as error:
+            status = error.code
+            payload = {"ok": False, "error_code": error.code, "description": error.description}
+            if error.parameters:
+                payload["parameters"] = error.parameters
+        except Exception:
+            self._record_server_error(traceback.format_exc())
+            status = 500
+            payload = {"ok": False, "error_code": 500, "description": "Internal Server Error"}
+        with self._cond:
+            self._calls.append(Call(method, recorded, arrived, status))
+            if status == 429:
+                self._rate_limited += 1
+            self._cond.notify_all()
+        return status, payload
+
+    def _run(
+        self,
+        method: str,
+        handler: Callable[[dict[str, Any], dict[str, _Upload]], Any],
+        params: dict[str, Any],
+        files: dict[str, _Upload],
+    ) -> Any:
+        chat_id = params.get("chat_id")
+        for failure in self._failures:
+            if failure.method == method and failure.chat_id in (None, chat_id):
+                failure.remaining -= 1
+                if failure.remaining <= 0:
+                    self._failures.remove(failure)
+                raise _ApiError(failure.error_code, failure.description, failure.parameters)
+        if isinstance(chat_id, int):
+            if chat_id in self._migrated:
+                raise _ApiError(
+                    400,
+                    "Bad Request: group chat was upgraded to a supergroup chat",
+                    {"migrate_to_chat_id": self._migrated[chat_id]},
+                )
+            if method in _CHAT_WRITE_METHODS and chat_id in self._blocked:
+                raise _ApiError(
+                    403,
+                    "Forbidden: bot was blocked by the user"
+                    if chat_id > 0
+                    else "Forbidden: bot was kicked from the group chat",
+                )
+        limited = method in _SEND_METHODS and self.enforce_limits and isinstance(chat_id, int)
+        if limited and (retry_after := self._retry_after(chat_id)) is not None:
+            raise _ApiError(
+                429, f"Too Many Requests: retry after {retry_after}", {"retry_after": retry_after}
+            )
+        result = handler(params, files)
+        if limited:
+            self._count_send(chat_id)
+        return result
+
+    def _apply_delay(self, method: str) -> None:
+        with self._cond:
+            delay = next((d for d in self._delays if d[0] == method), None)
+            if delay is None:
+                return
+            delay[2] -= 1
+            if delay[2] <= 0:
+                self._delays.remove(delay)
+        self._stopping.wait(delay[1])
+
+    def _retry_after(self, chat_id: int) -> int | None:
+        now = self._clock()
+        sends = self._global_sends
+        while sends and sends[0] <= now - 1:
+            sends.popleft()
+        if len(sends) >= self.limits.global_per_second:
+            return max(1, math.ceil(sends[0] + 1 - now))
+        if chat_id > 0:
+            burst, rate = self.limits.private_burst, self.limits.private_per_second
+            tokens, last = self._private_buckets.get(chat_id, (float(burst), now))
+            tokens = min(float(burst), tokens + (now - last) * rate)
+            self._private_buckets[chat_id] = (tokens, now)
+            if tokens < 1:
+                return max(1, math.ceil((1 - tokens) / rate))
+        else:
+            group = self._group_sends.setdefault(chat_id, deque())
+            while group and group[0] <= now - 60:
+                group.popleft()
+            if len(group) >= self.limits.group_per_minute:
+                return max(1, math.ceil(group[0] + 60 - now))
+        return None
+
+    def _count_send(self, chat_id: int) -> None:
+        now = self._clock()
+        self._global_sends.append(now)
+        if chat_id > 0:
+            tokens, _ = self._private_buckets[chat_id]
+            self._private_buckets[chat_id] = (tokens - 1, now)
+        else:
+            self._group_sends[chat_id].append(now)
+
+    def _record_server_error(self, error: str) -> None:
+        with self._cond:
+            self._server_errors.append(error)
+
+    # ------------------------------------------------------------------ Bot API methods
+    # Each runs with the lock held, takes (params, files) and returns the "result".
+
+    def _get_me(self, params: dict[str, Any], files: dict[str, _Upload]) -> dict[str, Any]:
+        return {
+            **self._bot_user(),
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+            "can_connect_to_business": False,
+            "has_main_web_app": False,
+        }
+
+    def _delete_webhook(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
+        if params.get("drop_pending_updates"):
+            self._updates.clear()
+        return True
+
+    def _get_updates(
+        self, params: dict[str, Any], files: dict[str, _Upload]
+    ) -> list[dict[str, Any]]:
+        offset = int(params.get("offset") or 0)
+        limit = min(max(int(params.get("limit") or 100), 1), 100)
+        timeout = min(max(float(params.get("timeout") or 0), 0.0), MAX_LONG_POLL_SECONDS)
+        if "allowed_updates" in params:
+            allowed = params["allowed_updates"] or []
+            self._allowed_updates = frozenset(allowed) if allowed else None
+        # An offset confirms (forgets) every update below it; a negative one keeps the last few.
+        if offset < 0:
+            del self._updates[: max(len(self._updates) + offset, 0)]
+        elif offset:
+            self._updates = [u for u in self._updates if u["update_id"] >= offset]
+        self._poll_generation += 1
+        generation = self._poll_generation
+        deadline = time.monotonic() + timeout
+        self._waiting_polls += 1
+        try:
+            while True:
+                if generation != self._poll_generation:
+                    raise _ApiError(
+                        409,
+                        "Conflict: terminated by other getUpdates request; "
+                        "make sure that only one bot instance is running",
+                    )
+                self._updates = [u for u in self._updates if self._is_allowed(u)]
+                remaining = deadline - time.monotonic()
+                if self._updates or remaining <= 0 or self._stopping.is_set():
+                    return self._updates[:limit]
+                self._cond.wait(min(remaining, 0.5))
+        finally:
+            self._waiting_polls -= 1
+
+    def _is_allowed(self, update: dict[str, Any]) -> bool:
+        kind = next((key for key in update if key != "update_id"), "")
+        if self._allowed_updates is None:
+            return kind not in _OPT_IN_UPDATES
+        return kind in self._allowed_updates
+
+    def _send_message(self, params: dict[str, Any], files: dict[str, _Upload]) -> dict[str, Any]:
+        chat_id = self._require_chat(params)
+        text, entities = self._parse_text(params, "text", MAX_MESSAGE_LENGTH)
+        markup = self._reply_markup(params)
+        self._check_reply(chat_id, params)
+        message = SentMessage(
+            chat_id=chat_id,
+            message_id=self._new_message_id(chat_id),
+            text=text,
+            sent_text=params["text"],
+            parse_mode=params.get("parse_mode"),
+            entities=entities,
+            reply_markup=markup,
+            date=int(time.time()),
+            params=dict(params),
+        )
+        self._messages.setdefault(chat_id, {})[message.message_id] = message
+        return self._message_json(message)
+
+    def _edit_message_text(
+        self, params: dict[str, Any], files: dict[str, _Upload]
+    ) -> dict[str, Any]:
+        message = self._editable(params)
+        text, entities = self._parse_text(params, "text", MAX_MESSAGE_LENGTH)
+        # Telegram drops the inline keyboard when an edit does not repeat it.
+        markup = self._reply_markup(params)
+        if (text, entities, markup) == (message.text, message.entities, message.reply_markup):
+            raise _bad_request(_NOT_MODIFIED.removeprefix("Bad Request: "))
+        edited = replace(
+            message,
+            text=text,
+            sent_text=params["text"],
+            parse_mode=params.get("parse_mode"),
+            entities=entities,
+            reply_markup=markup,
+            edit_date=int(time.time()),
+            edit_count=message.edit_count + 1,
+            params=dict(params),
+        )
+        self._messages[message.chat_id][message.message_id] = edited
+        return self._message_json(edited)
+
+    def _edit_message_reply_markup(
+        self, params: dict[str, Any], files: dict[str, _Upload]
+    ) -> dict[str, Any]:
+        message = self._editable(params)
+        markup = self._reply_markup(params)
+        if markup == message.reply_markup:
+            raise _bad_request(_NOT_MODIFIED.removeprefix("Bad Request: "))
+        edited = replace(
+            message,
+            reply_markup=markup,
+            edit_date=int(time.time()),
+            edit_count=message.edit_count + 1,
+        )
+        self._messages[message.chat_id][message.message_id] = edited
+        return self._message_json(edited)
+
+    def _delete_message(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
+        chat_id = self._require_chat(params)
+        message_id = params.get("message_id")
+        if self._messages.get(chat_id, {}).pop(message_id, None) is None:
+            if message_id in self._user_messages.get(chat_id, set()):
+                self._user_messages[chat_id].discard(message_id)
+                return True
+            raise _bad_request("message to delete not found")
+        return True
+
+    def _answer_callback_query(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
+        query_id = str(params.get("callback_query_id") or "")
+        if query_id not in self._callback_queries:
+            raise _ApiError(400, _QUERY_INVALID)
+        text = params.get("text")
+        if text is not None and utf16_len(text) > 200:
+            raise _bad_request("MESSAGE_TOO_LONG")
+        self._callback_queries.discard(query_id)
+        self._callback_answers.append(
+            CallbackAnswer(
+                callback_query_id=query_id,
+                text=text,
+                show_alert=bool(params.get("show_alert", False)),
+                url=params.get("url"),
+                cache_time=params.get("cache_time"),
+            )
+        )
+        return True
+
+    def _send_document(self, params: dict[str, Any], files: dict[str, _Upload]) -> dict[str, Any]:
+        chat_id = self._require_chat(params)
+        upload = files.get("document")
+        reference = params.get("document")
+        if upload is not None:
+            if not upload.content:
+                raise _bad_request("file must be non-empty")
+            file_id = f"BQACAgIAAx{next(self._ids):08d}"
+            filename, content, mime = upload.filename, upload.content, upload.mime_type
+        elif isinstance(reference, str) and reference.startswith("attach://"):
+            attached = files.get(reference.removeprefix("attach://"))
+            if attached is None:
+                raise _bad_request("wrong file identifier/HTTP URL specified")
+            file_id = f"BQACAgIAAx{next(self._ids):08d}"
+            filename, content, mime = attached.filename, attached.content, attached.mime_type
+        elif isinstance(reference, str) and reference in self._files:
+            known = self._files[reference]
+            file_id, filename = reference, known.filename
+            content, mime = known.content, known.mime_type
+        else:
+            raise _bad_request("wrong file identifier/HTTP URL specified")
+        caption: str | None = None
+        caption_entities: tuple[dict[str, Any], ...] = ()
+        if params.get("caption"):
+            caption, caption_entities = self._parse_text(
+                params, "caption", MAX_CAPTION_LENGTH, allow_empty=True
+            )
+        document = SentDocument(
+            chat_id=chat_id,
+            message_id=self._new_message_id(chat_id),
+            filename=filename,
+            content=content,
+            mime_type=mime,
+            caption=caption,
+            sent_caption=params.get("caption"),
+            parse_mode=params.get("parse_mode"),
+            file_id=file_id,
+            date=int(time.time()),
+            reply_markup=self._reply_markup(params),
+        )
+        self._documents.setdefault(chat_id, []).append(document)
+        self._files[file_id] = document
+        result: dict[str, Any] = {
+            "message_id": document.message_id,
+            "from": self._bot_user(),
+            "chat": self._chat_json(chat_id),
+            "date": document.date,
+            "document": {
+                "file_id": file_id,
+                "file_unique_id": file_id[-12:],
+                "file_name": filename,
+                "file_size": len(content),
+                **({"mime_type": mime} if mime else {}),
+            },
+        }
+        if caption:
+            result["caption"] = caption
+            if caption_entities:
+                result["caption_entities"] = list(caption_entities)
+        if document.reply_markup and "inline_keyboard" in document.reply_markup:
+            result["reply_markup"] = document.reply_markup
+        return result
+
+    def _set_my_commands(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
+        commands = params.get("commands")
+        if not isinstance(commands, list) or len(commands) > 100:
+            raise _bad_request("commands must be a list of at most 100 BotCommand")
+        parsed = []
+        for command in commands:
+            name = str(command.get("command", "")) if isinstance(command, dict) else ""
+            description = str(command.get("description", "")) if isinstance(command, dict) else ""
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", name.removeprefix("/")):
+                raise _bad_request("BOT_COMMAND_INVALID")
+            if not 1 <= len(description.strip()) <= 256:
+                raise _bad_request("BOT_COMMAND_DESCRIPTION_INVALID")
+            parsed.append((name.removeprefix("/"), description))
+        self._commands[self._command_key(params)] = parsed
+        return True
+
+    def _get_my_commands(
+        self, params: dict[str, Any], files: dict[str, _Upload]
+    ) -> list[dict[str, str]]:
+        return [
+            {"command": c, "description": d}
+            for c, d in self._commands.get(self._command_key(params), [])
+        ]
+
+    def _delete_my_commands(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
+        self._commands.pop(self._command_key(params), None)
+        return True
+
+    def _command_key(self, params: dict[str, Any]) -> tuple[str, str]:
+        language = params.get("language_code") or ""
+        if language and not re.fullmatch(r"[a-z]{2}", language):
+            raise _bad_request("invalid language code specified")
+        scope = params.get("scope") or {"type": "default"}
+        ids = [str(scope[k]) for k in ("chat_id", "user_id") if k in scope]
+        key = str(scope.get("type", "default")).removeprefix("BotCommandScope")
+        return (":".join([key, *ids]), language)
+
+    def _description_setter(
+        self, kind: str, limit: int
+    ) -> Callable[[dict[str, Any], dict[str, _Upload]], bool]:
+        def setter(params: dict[str, Any], files: dict[str, _Upload]) -> bool:
+            value = str(params.get(kind) or "")
+            if len(value) > limit:
+                raise _bad_request(f"{kind} is too long")
+            language = params.get("language_code") or ""
+            if value:
+                self._descriptions[(kind, language)] = value
+            else:
+                self._descriptions.pop((kind, language), None)
+            return True
+
+        return setter
+
+    def _description_getter(
+        self, kind: str
+    ) -> Callable[[dict[str, Any], dict[str, _Upload]], dict[str, str]]:
+        def getter(params: dict[str, Any], files: dict[str, _Upload]) -> dict[str, str]:
+            language = params.get("language_code") or ""
+            stored = self._descriptions.get((kind, language))
+            if stored is None and kind == "name":
+                stored = self.bot_name
+            return {kind: stored or ""}
+
+        return getter
+
+    def _get_chat(self, params: dict[str, Any], files: dict[str, _Upload]) -> dict[str, Any]:
+        chat_id = self._require_chat(params)
+        return {
+            **self._chat_json(chat_id),
+            "accent_color_id": 0,
+            "max_reaction_count": 11,
+            "accepted_gift_types": {
+                "unlimited_gifts": False,
+                "limited_gifts": False,
+                "unique_gifts": False,
+                "premium_subscription": False,
+                "gifts_from_channels": False,
+            },
+        }
+
+    def _get_chat_member(self, params: dict[str, Any], files: dict[str, _Upload]) -> dict[str, Any]:
+        chat_id = self._require_chat(params)
+        user_id = params.get("user_id")
+        if not isinstance(user_id, int):
+            raise _bad_request("invalid user_id specified")
+        user = (
+            self._bot_user()
+            if user_id == self.bot_id
+            else self._users.get(
+                user_id, {"id": user_id, "is_bot": False, "first_name": f"User {user_id}"}
+            )
+        )
+        return _chat_member_json(user, self._status_of(chat_id, user_id))
+
+    def _get_chat_administrators(
+        self, params: dict[str, Any], files: dict[str, _Upload]
+    ) -> list[dict[str, Any]]:
+        chat_id = self._require_chat(params)
+        if chat_id > 0:
+            raise _bad_request("there are no administrators in the private chat")
+        creator = self._creators.get(chat_id)
+        ids = ([creator] if creator is not None else []) + sorted(
+            self._admins.get(chat_id, set()) - {creator}
+        )
+        return [
+            _chat_member_json(
+                self._users.get(uid, {"id": uid, "is_bot": False, "first_name": f"User {uid}"}),
+                self._status_of(chat_id, uid),
+            )
+            for uid in ids
+        ]
+
+    def _send_chat_action(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
+        self._require_chat(params)
+        if params.get("action") not in _CHAT_ACTIONS:
+            raise _bad_request("wrong parameter action in request")
+        return True
+
+    # ------------------------------------------------------------------ helpers (lock held)
+
+    def _status_of(self, chat_id: int, user_id: int) -> str:
+        if (chat_id, user_id) in self._statuses:
+            return self._statuses[(chat_id, user_id)]
+        if self._creators.get(chat_id) == user_id:
+            return "creator"
+        if user_id in self._admins.get(chat_id, set()):
+            return "administrator"
+        if user_id == self.bot_id and chat_id in self._blocked:
+            return "kicked" if chat_id > 0 else "left"
+        return "member"
+
+    def _require_chat(self, params: dict[str, Any]) -> int:
+        chat_id = params.get("chat_id")
+        if chat_id is None or chat_id == "":
+            raise _bad_request("chat_id is empty")
+        if not isinstance(chat_id, int) or chat_id == 0:
+            raise _bad_request("chat not found")
+        return chat_id
+
+    def _parse_text(
+        self, params: dict[str, Any], key: str, limit: int, *, allow_empty: bool = False
+    ) -> tuple[str, tuple[dict[str, Any], ...]]:
+        raw = params.get(key)
+        if not isinstance(raw, str) or not raw.strip():
+            if allow_empty:
+                return "", ()
+            raise _ApiError(400, _EMPTY)
+        parse_mode = params.get("parse_mode")
+        entities_key = "entities" if key == "text" else "caption_entities"
+        entities: list[dict[str, Any]] = list(params.get(entities_key) or [])
+        text = raw
+        if parse_mode:
+            if parse_mode not in _PARSE_MODES:
+                raise _bad_request(f"unsupported parse_mode {parse_mode!r}")
+            if parse_mode == "HTML":
+                try:
+                    text, entities = parse_html(raw)
+                except EntityParseError as error:
+                    raise _bad_request(f"can't parse entities: {error}") from None
+        text, stripped = _strip_entities(text, entities)
+        if not text:
+            if allow_empty:
+                return "", ()
+            raise _ApiError(400, _EMPTY)
+        if utf16_len(text) > limit:
+            raise _ApiError(
+                400, _TOO_LONG if key == "text" else "Bad Request: message caption is too long"
+            )
+        return text, stripped
+
+    def _reply_markup(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        markup = params.get("reply_markup")
+        if markup is None:
+            return None
+        if not isinstance(markup, dict):
+            raise _bad_request("can't parse reply keyboard markup JSON object")
+        rows = markup.get("inline_keyboard")
+        if rows is None:
+            return markup
+        if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+            raise _bad_request("can't parse inline keyboard button: InlineKeyboardButton expected")
+        for row in rows:
+            for button in row:
+                if not isinstance(button, dict) or not button.get("text"):
+                    raise _bad_request(
+                        "can't parse inline keyboard button: Text buttons are "
+                        "unallowed in the inline keyboard"
+                    )
+                data = button.get("callback_data")
+                size = len(str(data).encode())
+                if data is not None and not 1 <= size <= MAX_CALLBACK_DATA_BYTES:
+                    raise _bad_request("BUTTON_DATA_INVALID")
+                url = button.get("url")
+                if url is not None and not re.match(r"(https?|tg)://\S+$", str(url)):
+                    raise _bad_request(f"inline keyboard button URL '{url}' is invalid")
+        return markup
+
+    def _check_reply(self, chat_id: int, params: dict[str, Any]) -> None:
+        reply = params.get("reply_parameters") or {}
+        target = reply.get("message_id") if isinstance(reply, dict) else None
+        target = target if target is not None else params.get("reply_to_message_id")
+        if target is None:
+            return
+        exists = target in self._messages.get(chat_id, {}) or target in self._user_messages.get(
+            chat_id, set()
+        )
+        allow = bool(
+            params.get("allow_sending_without_reply")
+            or (isinstance(reply, dict) and reply.get("allow_sending_without_reply"))
+        )
+        if not exists and not allow:
+            raise _bad_request("message to be replied not found")
+
+    def _editable(self, params: dict[str, Any]) -> SentMessage:
+        if params.get("inline_message_id"):
+            raise _bad_request("inline messages are not supported by the fake")
+        chat_id = self._require_chat(params)
+        message_id = params.get("message_id")
+        message = self._messages.get(chat_id, {}).get(message_id)
+        if message is None:
+            if message_id in self._user_messages.get(chat_id, set()):
+                raise _bad_request("message can't be edited")
+            raise _bad_request("message to edit not found")
+        return message
+
+    def _new_message_id(self, chat_id: int) -> int:
+        # One sequence per chat, shared by the users' and the bot's messages, as in a group.
+        self._message_ids[chat_id] = self._message_ids.get(chat_id, 0) + 1
+        return self._message_ids[chat_id]
+
+    def _bot_user(self) -> dict[str, Any]:
+        return {
+            "id": self.bot_id,
+            "is_bot": True,
+            "first_name": self.bot_name,
+            "username": self.bot_username,
+        }
+
+    def _remember_user(
+        self, user_id: int, first_name: str, username: str | None, language_code: str | None
+    ) -> dict[str, Any]:
+        user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name}
+        if username:
+            user["username"] = username
+        if language_code:
+            user["language_code"] = language_code
+        self._users[user_id] = user
+        return user
+
+    def _remember_chat(
+        self,
+        chat_id: int,
+        chat_type: str | None,
+        first_name: str,
+        username: str | None,
+        title: str | None,
+    ) -> dict[str, Any]:
+        chat = self._chat_json(chat_id, chat_type)
+        if chat["type"] == "private":
+            chat["first_name"] = first_name
+            if username:
+                chat["username"] = username
+        elif title:
+            chat["title"] = title
+        self._chats[chat_id] = chat
+        return dict(chat)
+
+    def _chat_json(self, chat_id: int, chat_type: str | None = None) -> dict[str, Any]:
+        known = self._chats.get(chat_id)
+        if known is not None and chat_type in (None, known["type"]):
+            return dict(known)
+        if chat_type is None:
+            chat_type = (
+                "private"
+                if chat_id > 0
+                else ("supergroup" if chat_id <= -1_000_000_000_000 else "group")
+            )
+        if chat_type == "private":
+            return {"id": chat_id, "type": "private", "first_name": f"User {chat_id}"}
+        return {"id": chat_id, "type": chat_type, "title": f"Test group {chat_id}"}
+
+    def _message_json(self, message: SentMessage) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "message_id": message.message_id,
+            "from": self._bot_user(),
+            "chat": self._chat_json(message.chat_id),
+            "date": message.date,
+            "text": message.text,
+        }
+        if message.entities:
+            result["entities"] = list(message.entities)
+        if message.edit_date is not None:
+            result["edit_date"] = message.edit_date
+        # Only inline keyboards are echoed back; reply keyboards live on the client.
+        if message.reply_markup and "inline_keyboard" in message.reply_markup:
+            result["reply_markup"] = message.reply_markup
+        return result
+
+    def _dump_locked(self) -> str:
+        lines = ["FakeTelegram received:"]
+        for chat_id in sorted(self._messages):
+            lines.append(f"  chat {chat_id}:")
+            for message_id, message in sorted(self._messages[chat_id].items()):
+                text = message.text if len(message.text) <= 160 else message.text[:157] + "..."
+                buttons = f" buttons={message.button_texts}" if message.buttons else ""
+                edited = f" (edited x{message.edit_count})" if message.edit_count else ""
+                lines.append(f"    #{message_id}{edited}: {text!r}{buttons}")
+        for chat_id in sorted(self._documents):
+            for document in self._documents[chat_id]:
+                lines.append(
+                    f"  chat {chat_id} document #{document.message_id}: {document.filename} "
+                    f"({len(document.content)} bytes)"
+                )
+        if len(lines) == 1:
+            lines.append("  no messages")
+        calls = [c for c in self._calls if c.method != "getUpdates"][-25:]
+        lines.append(f"  last {len(calls)} calls (getUpdates left out):")
+        for call in calls:
+            params = json.dumps(call.params, ensure_ascii=False, default=str)
+            lines.append(f"    {call.method} -> {call.status} {params[:200]}")
+        lines.append(f"  unconfirmed updates: {len(self._updates)}")
+        if self._server_errors:
+            lines.append(f"  errors inside the fake: {len(self._server_errors)}")
+            lines.append(self._server_errors[-1])
+        return "\n".join(lines)
+
+
+def _chat_member_json(user: dict[str, Any], status: str) -> dict[str, Any]:
+    if status == "creator":
+        return {"status": status, "user": user, "is_anonymous": False}
+    if status == "administrator":
+        rights = (
+            "can_manage_chat",
+            "can_delete_messages",
+            "can_manage_video_chats",
+            "can_restrict_members",
+            "can_promote_members",
+            "can_change_info",
+            "can_invite_users",
+            "can_post_stories",
+            "can_edit_stories",
+            "can_delete_stories",
+            "can_pin_messages",
+        )
+        return {
+            "status": status,
+            "user": user,
+            "can_be_edited": False,
+            "is_anonymous": False,
+            **dict.fromkeys(rights, True),
+        }
+    if status == "kicked":
+        return {"status": status, "user": user, "until_date": 0}
+    if status in ("member", "left"):
+        return {"status": status, "user": user}
+    raise ValueError(f"unsupported chat member status {status!r}")
+
+
+@pytest.fixture
+def fake_telegram(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTelegram]:
+    """A running FakeTelegram, stopped after the test; fails it if the fake itself broke."""
+    # Without PTB_TIMEDELTA, building a RetryAfter emits a PTBDeprecationWarning, which the
+    # warnings-as-errors test config turns into a crash instead of the 429 under test.
+    monkeypatch.setenv("PTB_TIMEDELTA", "true")
+    with FakeTelegram() as tg:
+        yield tg
+    if tg.server_errors:
+        pytest.fail("the fake Telegram server crashed:\n" + "\n".join(tg.server_errors))

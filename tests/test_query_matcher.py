@@ -1,0 +1,295 @@
+"""Matching papers against subscriptions: real arXiv records, and the index against naive truth."""
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.models import Match, Paper
+from bot.query.matcher import Matcher, anchors, evaluate
+from bot.query.parser import Node, QueryError, parse
+
+FIXTURES = Path(__file__).parent / "fixtures"
+_ATOM = {"a": "http://www.w3.org/2005/Atom", "arxiv": "http://arxiv.org/schemas/atom"}
+
+
+def _recorded_papers(filename: str) -> dict[str, Paper]:
+    """The entries of a recorded arXiv API response, keyed by base id."""
+    papers = {}
+    for entry in ET.parse(FIXTURES / filename).getroot().findall("a:entry", _ATOM):
+        versioned = entry.findtext("a:id", "", _ATOM).rsplit("/abs/", 1)[1]
+        base, _, version = versioned.rpartition("v")
+        primary = entry.find("arxiv:primary_category", _ATOM)
+        categories = [c.get("term", "") for c in entry.findall("a:category", _ATOM)]
+        if primary is not None and primary.get("term") in categories:
+            categories.remove(primary.get("term", ""))
+            categories.insert(0, primary.get("term", ""))
+        papers[base] = Paper(
+            arxiv_id=base,
+            version=int(version),
+            title=entry.findtext("a:title", "", _ATOM),
+            authors=tuple(a.findtext("a:name", "", _ATOM)
+                          for a in entry.findall("a:author", _ATOM)),
+            abstract=entry.findtext("a:summary", "", _ATOM),
+            categories=tuple(categories),
+        )
+    return papers
+
+
+RECORDED = {
+    **_recorded_papers("api-search-all-testing-m10.atom.xml"),
+    **_recorded_papers("api-idlist-1707.08567-utf8-authors.atom.xml"),
+    **_recorded_papers("api-legacy2016-search-au-del_maestro.atom.xml"),
+}
+
+
+def _paper(title: str = "", abstract: str = "", authors: Sequence[str] = (),
+           categories: Sequence[str] = ("cs.LG",), arxiv_id: str = "2611.00001") -> Paper:
+    return Paper(arxiv_id, 1, title, tuple(authors), abstract, tuple(categories))
+
+
+def _matched_ids(query: str, papers: Sequence[Paper]) -> set[str]:
+    """Ids of the papers the query matches, through the indexed matcher."""
+    found = Matcher.build([(1, 10, parse(query))]).match(papers)
+    return {match.paper.arxiv_id for match in found.get(10, [])}
+
+
+@pytest.mark.parametrize(
+    ("query", "arxiv_id"),
+    [
+        ("au:wubben", "1707.08567"),
+        ('au:"D. Wübben"', "1707.08567"),
+        ('au:"Dirk Wubben"', "1707.08567"),
+        ('au:"Peter de With"', "1707.08567"),
+        ('au:"P. H. N. de With"', "1707.08567"),
+        ('au:"Aurora Ramirez"', "2405.13786"),
+        ('au:"J. R. Romero"', "2405.13786"),
+        ('au:"Thomas LaToza"', "2302.03287"),
+    ],
+)
+def test_accented_and_initialled_authors_are_found(query: str, arxiv_id: str) -> None:
+    assert arxiv_id in _matched_ids(query, list(RECORDED.values()))
+
+
+def test_an_author_with_a_particle_is_found_however_it_is_written() -> None:
+    papers = list(RECORDED.values())
+    del_maestro = {p.arxiv_id for p in papers if any("Del Maestro" in a for a in p.authors)}
+    assert len(del_maestro) == 10
+    for query in ("au:Maestro", 'au:"Del Maestro"', "au:del_maestro", 'au:"A. Del Maestro"',
+                  'au:"Adrian Del Maestro"'):
+        assert _matched_ids(query, papers) == del_maestro, query
+    assert _matched_ids('au:"Bernd Del Maestro"', papers) == set()
+
+
+def test_a_different_given_name_is_a_different_person() -> None:
+    papers = [_paper(authors=["Eiko Yoneki"], arxiv_id="1"), _paper(authors=["Emma Yoneki"],
+                                                                    arxiv_id="2")]
+    assert _matched_ids('au:"Eiko Yoneki"', papers) == {"1"}
+    assert _matched_ids('au:"E. Yoneki"', papers) == {"1", "2"}
+    assert _matched_ids("au:yoneki", papers) == {"1", "2"}
+
+
+def test_a_cross_listed_paper_matches_its_secondary_category() -> None:
+    papers = list(RECORDED.values())
+    # 2202.12139 is primary cs.SE, cross-listed in cs.LG; 1412.6529 is cond-mat with quant-ph.
+    assert "2202.12139" in _matched_ids("cat:cs.LG", papers)
+    assert "1412.6529" in _matched_ids("quant-ph", papers)
+    assert "2204.08348" not in _matched_ids("cs.LG", papers)  # cs.SE only
+    cross = _paper(categories=("stat.ML", "cs.LG"))
+    assert _matched_ids("cat:cs.LG", [cross]) == {cross.arxiv_id}
+
+
+def test_archives_and_old_style_categories() -> None:
+    papers = list(RECORDED.values())
+    old = RECORDED["cond-mat/0412498"]
+    assert old.arxiv_id in _matched_ids("cat:cond-mat", papers)
+    assert old.arxiv_id in _matched_ids("cond-mat.str-el", papers)
+    assert old.arxiv_id not in _matched_ids("cat:cs", papers)
+    string_theory = _paper("Dualities", categories=("hep-th", "gr-qc"), arxiv_id="hep-th/9901001")
+    assert _matched_ids("hep-th", [string_theory]) == {"hep-th/9901001"}
+    assert _matched_ids("cat:gr-qc", [string_theory]) == {"hep-th/9901001"}
+    assert _matched_ids("hep-ph", [string_theory]) == set()
+
+
+def test_phrases_match_across_punctuation_and_keep_their_order() -> None:
+    paper = _paper("Graph-Neural Networks: a survey", "We revisit message-passing.")
+    assert _matched_ids('"graph neural"', [paper]) == {paper.arxiv_id}
+    assert _matched_ids('ti:"neural networks a survey"', [paper]) == {paper.arxiv_id}
+    assert _matched_ids('"message passing"', [paper]) == {paper.arxiv_id}
+    assert _matched_ids('"neural graph"', [paper]) == set()
+    assert _matched_ids('abs:"graph neural"', [paper]) == set()
+    # A phrase does not run from the title into the abstract.
+    assert _matched_ids('"survey we"', [paper]) == set()
+
+
+def test_latex_and_html_in_titles_are_read_as_text() -> None:
+    recorded = RECORDED["2302.03287"]  # "ChatGPT and Software Testing Education: Promises & Perils"
+    assert _matched_ids('ti:"promises perils"', [recorded]) == {recorded.arxiv_id}
+    paper = _paper(r"$\alpha$-Stable Processes for M\"uller &amp; \emph{Friends}",
+                   r"Costs drop by $1.93\times$ with Przemys{\l}aw's trick.")
+    for query in ("ti:alpha", 'ti:"alpha stable"', "ti:muller", "ti:müller", "friends",
+                  '"przemyslaw s trick"', "emph OR ti:friends"):
+        assert _matched_ids(query, [paper]) == {paper.arxiv_id}, query
+    assert _matched_ids("ti:emph", [paper]) == set()
+    assert _matched_ids("ti:amp", [paper]) == set()
+
+
+def test_words_are_whole_words_and_prefixes_are_explicit() -> None:
+    paper = _paper("Quantized transformers", "Post-training quantization.")
+    assert _matched_ids("quantiz*", [paper]) == {paper.arxiv_id}
+    assert _matched_ids("ti:quantiz*", [paper]) == {paper.arxiv_id}
+    assert _matched_ids("quantiz", [paper]) == set()
+    assert _matched_ids("transformer", [paper]) == set()
+    assert _matched_ids("post-train*", [paper]) == {paper.arxiv_id}
+
+
+def test_matches_are_grouped_per_chat_in_paper_order_with_sorted_subscription_ids() -> None:
+    first = _paper("Graph networks", authors=["Eiko Yoneki"], arxiv_id="1")
+    second = _paper("Graph kernels", categories=("math.CO",), arxiv_id="2")
+    third = _paper("Unrelated", categories=("hep-ex",), arxiv_id="3")
+    matcher = Matcher.build([
+        (7, 100, parse("graph")),
+        (3, 100, parse("au:yoneki OR math.CO")),
+        (5, 200, parse("cat:cs.LG -kernels")),
+    ])
+    assert matcher.match([first, second, third]) == {
+        100: [Match(100, first, (3, 7)), Match(100, second, (3, 7))],
+        200: [Match(200, first, (5,))],
+    }
+    assert matcher.remove(7) is True
+    assert matcher.remove(7) is False
+    assert matcher.match([second]) == {100: [Match(100, second, (3,))]}
+    assert len(matcher) == 2
+
+
+def test_the_matcher_refuses_a_subscription_it_cannot_index() -> None:
+    from bot.query.parser import Not, Text
+
+    with pytest.raises(ValueError, match="no positive term"):
+        Matcher().add(1, 1, Not(Text("any", ("survey",))))
+    with pytest.raises(ValueError, match="prefix shorter"):
+        Matcher().add(1, 1, Text("any", ("ab",), prefix=True))
+
+
+def test_every_subscription_is_indexed_under_few_keys() -> None:
+    node = parse('cat:cs.LG au:"E. Yoneki" (graph OR quantiz*)')
+    assert anchors(node) == {("u", "yoneki")}
+    assert anchors(parse("graph OR quantiz* OR hep-th")) == {
+        ("w", "graph"), ("p", "quantiz"), ("a", "hep-th")}
+
+
+# --- the index agrees with naive evaluation ------------------------------------------------
+
+_WORDS = ["graph", "neural", "network", "networks", "quantized", "quantization", "language",
+          "model", "models", "alpha", "stable", "muller", "learning"]
+_NAMES = ["Eiko Yoneki", "E. Yoneki", "Emma Yoneki", "Dirk Wübben", "D. Wubben",
+          "Jan van der Berg", "Anna Berg", "Vânia de Oliveira Neves", "Jean-Marc Azaïs",
+          "Müller, Hans", r"Hans M\"uller", "H. Muller"]
+_CATEGORIES = ["cs.LG", "stat.ML", "cs.AI", "cs.CL", "hep-th", "math.AG", "astro-ph.CO",
+               "q-bio.NC"]
+_SEPARATORS = [" ", " ", " ", "-", ": ", ", ", " $\\", " &amp; "]
+
+
+@st.composite
+def _texts(draw: st.DrawFn, max_words: int) -> str:
+    chosen = draw(st.lists(st.sampled_from(_WORDS), max_size=max_words))
+    parts = []
+    for word in chosen:
+        parts.append(draw(st.sampled_from(_SEPARATORS)))
+        parts.append(word.upper() if draw(st.integers(0, 5)) == 0 else word)
+    return "".join(parts)
+
+
+@st.composite
+def _papers(draw: st.DrawFn) -> Paper:
+    return Paper(
+        arxiv_id=f"2611.{draw(st.integers(10000, 99999))}",
+        version=1,
+        title=draw(_texts(6)),
+        authors=tuple(draw(st.lists(st.sampled_from(_NAMES), max_size=3))),
+        abstract=draw(_texts(14)),
+        categories=tuple(draw(st.lists(st.sampled_from(_CATEGORIES), min_size=1, max_size=3,
+                                       unique=True))),
+    )
+
+
+_QUERY_AUTHORS = ["au:yoneki", 'au:"E. Yoneki"', 'au:"Eiko Yoneki"', "au:wubben",
+                  'au:"D. Wübben"', "au:berg", 'au:"van der Berg"', 'au:"Anna Berg"',
+                  "au:neves", 'au:"J.-M. Azaïs"', 'au:"H. Müller"']
+_QUERY_CATEGORIES = ["cs.LG", "cat:stat.ML", "cat:cs", "hep-th", "cat:astro-ph", "math.AG",
+                     "q-bio.NC"]
+
+
+@st.composite
+def _text_term(draw: st.DrawFn) -> str:
+    field = draw(st.sampled_from(["", "", "ti:", "abs:"]))
+    chosen = draw(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=2))
+    if draw(st.integers(0, 3)) == 0:
+        return f"{field}{'-'.join(chosen)[:-2]}*"  # a prefix, at least 3 letters
+    return f'{field}"{" ".join(chosen)}"' if len(chosen) > 1 else f"{field}{chosen[0]}"
+
+
+_TERMS = st.one_of(st.sampled_from(_QUERY_AUTHORS), st.sampled_from(_QUERY_CATEGORIES),
+                   _text_term())
+
+
+def _combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    pair = st.tuples(children, children)
+    return st.one_of(
+        pair.map(lambda p: f"({p[0]}) ({p[1]})"),
+        pair.map(lambda p: f"({p[0]}) OR ({p[1]})"),
+        pair.map(lambda p: f"({p[0]}) -({p[1]})"),
+    )
+
+
+_QUERIES = st.recursive(_TERMS, _combine, max_leaves=5)
+
+
+def _subscriptions(queries: list[str]) -> list[tuple[int, int, Node]]:
+    subscriptions = []
+    for number, query in enumerate(queries):
+        try:
+            subscriptions.append((number, number % 4, parse(query)))
+        except QueryError:
+            continue  # only exclusions, or too long: the parser refuses it, nothing to index
+    return subscriptions
+
+
+def _naive(subscriptions: list[tuple[int, int, Node]], papers: list[Paper]) -> dict:
+    expected: dict[int, list[Match]] = {}
+    for paper in papers:
+        per_chat: dict[int, list[int]] = {}
+        for sub_id, chat_id, node in subscriptions:
+            if evaluate(node, paper):
+                per_chat.setdefault(chat_id, []).append(sub_id)
+        for chat_id, ids in per_chat.items():
+            expected.setdefault(chat_id, []).append(Match(chat_id, paper, tuple(sorted(ids))))
+    return expected
+
+
+@given(st.lists(_QUERIES, min_size=1, max_size=25), st.lists(_papers(), min_size=1, max_size=8),
+       st.data())
+@settings(max_examples=400, deadline=None)
+def test_indexed_matching_equals_naive_evaluation(queries: list[str], papers: list[Paper],
+                                                  data: st.DataObject) -> None:
+    subscriptions = _subscriptions(queries)
+    matcher = Matcher.build(subscriptions)
+    assert matcher.match(papers) == _naive(subscriptions, papers)
+    # Removing subscriptions keeps the index consistent with what is left.
+    removed = data.draw(st.sets(st.sampled_from(range(len(queries)))))
+    for sub_id in removed:
+        matcher.remove(sub_id)
+    remaining = [s for s in subscriptions if s[0] not in removed]
+    assert matcher.match(papers) == _naive(remaining, papers)
+
+
+def test_the_differential_test_sees_real_matches() -> None:
+    # Guard against a vacuous property: the generated vocabulary does produce matches.
+    paper = Paper("2611.00001", 1, "Graph-NEURAL network", ("Eiko Yoneki",), "quantized model",
+                  ("cs.LG",))
+    subscriptions = _subscriptions(["(graph-neural) -(au:berg)", "quantiz*", "au:\"E. Yoneki\""])
+    assert len(_naive(subscriptions, [paper])[0][0].subscription_ids) == 1
+    assert Matcher.build(subscriptions).match([paper]) == _naive(subscriptions, [paper])

@@ -1,0 +1,241 @@
+"""The `/follow` query language: what parses, its canonical form, and every refusal."""
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from bot.query.parser import (
+    MAX_QUERY_LENGTH,
+    And,
+    Archive,
+    Author,
+    Category,
+    Not,
+    Or,
+    QueryError,
+    Text,
+    canonical,
+    parse,
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # categories, bare or with cat:, in arXiv's case whatever the user typed
+        ("cat:cs.LG", "cat:cs.LG"),
+        ("cs.lg", "cat:cs.LG"),
+        ("math.ag", "cat:math.AG"),
+        ("hep-th", "cat:hep-th"),
+        ("cat:ASTRO-PH.co", "cat:astro-ph.CO"),
+        ("stat.ML", "cat:stat.ML"),
+        ("q-bio.NC", "cat:q-bio.NC"),
+        ("cond-mat.str-el", "cat:cond-mat.str-el"),
+        # whole archives
+        ("cat:cs", "cat:cs"),
+        ("cat:cs.*", "cat:cs"),
+        ("math.*", "cat:math"),
+        # a bare archive name without a dot or hyphen is just a word
+        ("math", "math"),
+        # authors
+        ("au:Yoneki", "au:yoneki"),
+        ('au:"Eiko Yoneki"', 'au:"eiko yoneki"'),
+        ('au:"E. Yoneki"', 'au:"e. yoneki"'),
+        ('au:"Yoneki, E."', 'au:"e. yoneki"'),
+        ('au:"Dirk Wübben"', 'au:"dirk wubben"'),
+        ('au:"van der Berg"', 'au:"van der berg"'),
+        # text terms
+        ("Transformer", "transformer"),
+        ('"Graph Neural"', '"graph neural"'),
+        ("graph-neural", '"graph neural"'),
+        ('ti:"Large Language"', 'ti:"large language"'),
+        ("abs:Diffusion", "abs:diffusion"),
+        ("quantiz*", "quantiz*"),
+        ("ti:Quantiz*", "ti:quantiz*"),
+        ("graph-neur*", "graph-neur*"),
+        ("naïve", "naive"),
+        # operators and precedence: NOT > AND > OR
+        ("a b", "a b"),
+        ("b AND a", "a b"),
+        ("a OR b c", "a OR b c"),
+        ("(a OR b) c", "(a OR b) c"),
+        ("a -b", "a NOT b"),
+        ("a NOT b", "a NOT b"),
+        ("a -(b OR c)", "a NOT (b OR c)"),
+        ("NOT NOT a", "a"),
+        ("a AND (b AND c)", "a b c"),
+        ("a OR (b OR a)", "a OR b"),
+        ("a a a", "a"),
+        ("and or not", "and not or"),
+        ("au:Yoneki  AND cat:cs.lg", "au:yoneki cat:cs.LG"),
+        ("cat:cs.LG au:yoneki", "au:yoneki cat:cs.LG"),
+    ],
+)
+def test_queries_have_a_canonical_form(query: str, expected: str) -> None:
+    node = parse(query)
+    assert canonical(node) == expected
+    assert parse(canonical(node)) == node
+
+
+def test_the_ast_is_small_and_normalised() -> None:
+    node = parse('cs.LG (au:"E. Yoneki" OR ti:graph*) -survey')
+    assert isinstance(node, And)
+    assert Category("cs.LG") in node.children
+    assert Not(Text("any", ("survey",))) in node.children
+    either = next(child for child in node.children if isinstance(child, Or))
+    assert Text("ti", ("graph",), prefix=True) in either.children
+    assert any(isinstance(child, Author) for child in either.children)
+    assert parse("cat:cs") == Archive("cs")
+
+
+@pytest.mark.parametrize(
+    ("query", "message", "column"),
+    [
+        ("", "empty query", 1),
+        ("   ", "empty query", 1),
+        ("cat:cs.LG (au:x", "unclosed parenthesis at column 11", 11),
+        ("(", "unclosed parenthesis at column 1", 1),
+        ("cs.LG)", "unexpected ')' at column 6", 6),
+        ("a (b))", "unexpected ')' at column 6", 6),
+        (")", "unexpected ')' at column 1", 1),
+        ("()", "empty parentheses at column 1", 1),
+        ("foo:bar", "unknown field 'foo:' at column 1", 1),
+        ("cs.LG https://x", "unknown field 'https:' at column 7", 7),
+        ('ab "cd', "unterminated quote at column 4", 4),
+        ('ti:"cd', "unterminated quote at column 4", 4),
+        ("ti:", "nothing after 'ti:' at column 1", 1),
+        ('ti:""', "empty phrase at column 1", 1),
+        ('a ""', "empty phrase at column 3", 3),
+        ("a AND", "expected a term after 'AND' at column 3", 3),
+        ("a NOT", "expected a term after 'NOT' at column 3", 3),
+        ("OR a", "'OR' needs a term before it at column 1", 1),
+        ("a AND OR b", "'OR' needs a term before it at column 7", 7),
+        ("cs.LGG", "unknown category 'cs.LGG' at column 1", 1),
+        ("cat:foo", "unknown category 'foo' at column 1", 1),
+        ("cat:cs*", "unknown category 'cs*' at column 1", 1),
+        ('au:"..."', "author name without letters at column 1", 1),
+        ("au:yon*", "'*' works only on title and abstract words (column 1)", 1),
+        ("a &&&", "'&&&' has no letters or digits (column 3)", 3),
+        ("*", "a lone '*' would match every paper (column 1)", 1),
+        ("a*", "prefix 'a*' at column 1 is too short: use at least 3 letters", 1),
+        ("cs.LG ti:qu*", "prefix 'qu*' at column 7 is too short: use at least 3 letters", 7),
+        ("(" * 13 + "a" + ")" * 13, "query is nested too deeply at column 13", 13),
+        ("x" * (MAX_QUERY_LENGTH + 1), "query is longer than 300 characters", 301),
+    ],
+)
+def test_bad_queries_say_where_and_why(query: str, message: str, column: int) -> None:
+    with pytest.raises(QueryError) as caught:
+        parse(query)
+    assert str(caught.value) == message
+    assert caught.value.position == column
+    assert caught.value.template.format(**caught.value.values) == message
+
+
+@pytest.mark.parametrize(
+    "query", ["NOT cs.LG", "-foo", "-cat:cs -au:smith", "cs.LG OR -foo", "NOT (a b)"]
+)
+def test_queries_that_only_exclude_are_refused(query: str) -> None:
+    with pytest.raises(QueryError, match="would match nearly every paper"):
+        parse(query)
+
+
+def test_an_exclusion_next_to_something_positive_is_fine() -> None:
+    assert canonical(parse("-cs.LG stat.ML")) == "cat:stat.ML NOT cat:cs.LG"
+
+
+def test_a_query_of_exactly_the_maximum_length_is_accepted() -> None:
+    query = "a" * MAX_QUERY_LENGTH
+    assert canonical(parse(query)) == query
+
+
+@given(st.text(max_size=MAX_QUERY_LENGTH + 20))
+@settings(max_examples=500)
+def test_arbitrary_text_parses_or_raises_query_error(text: str) -> None:
+    try:
+        node = parse(text)
+    except QueryError as error:
+        assert error.position >= 1
+        assert str(error)
+    else:
+        assert parse(canonical(node)) == node
+
+
+_ALPHABET = st.sampled_from('abcAB :"()-*.,\tNOTRcsLG\x00é')
+
+
+@given(st.text(alphabet=_ALPHABET, max_size=40))
+@settings(max_examples=500)
+def test_query_like_noise_parses_or_raises_query_error(text: str) -> None:
+    try:
+        node = parse(text)
+    except QueryError:
+        return
+    assert parse(canonical(node)) == node
+
+
+# --- generated valid queries ---------------------------------------------------------------
+
+_CATEGORY_FORMS = st.sampled_from(
+    ["cs.LG", "cat:cs.lg", "CS.LG", "stat.ML", "cat:math.AG", "hep-th", "cat:astro-ph.CO",
+     "q-bio.NC", "cat:cs", "cat:cs.*", "math.*", "cat:hep-th"]
+)
+_AUTHOR_FORMS = st.sampled_from(
+    ["au:Yoneki", 'au:"Eiko Yoneki"', 'au:"E. Yoneki"', 'au:"Yoneki, E."', "au:Wübben",
+     'au:"van der Berg"', 'au:"Jan van der Berg"', 'au:"J.-M. Azaïs"', r'au:"M\"uller"']
+)
+_WORDS = st.sampled_from(["graph", "Neural", "naïve", "transformer", "LLM", "3d", "Straße"])
+
+
+@st.composite
+def _text_term(draw: st.DrawFn) -> str:
+    field = draw(st.sampled_from(["", "ti:", "abs:"]))
+    chosen = draw(st.lists(_WORDS, min_size=1, max_size=3))
+    if len(chosen) > 1 and draw(st.booleans()):
+        return f'{field}"{" ".join(chosen)}"'
+    star = "*" if len(chosen[-1]) >= 3 and draw(st.booleans()) else ""
+    return f"{field}{'-'.join(chosen)}{star}"
+
+
+_TERMS = st.one_of(_CATEGORY_FORMS, _AUTHOR_FORMS, _text_term())
+
+
+def _combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    pair = st.tuples(children, children)
+    return st.one_of(
+        pair.map(lambda p: f"{p[0]} {p[1]}"),
+        pair.map(lambda p: f"{p[0]} AND {p[1]}"),
+        pair.map(lambda p: f"{p[0]} OR {p[1]}"),
+        pair.map(lambda p: f"({p[0]}) ({p[1]})"),
+        pair.map(lambda p: f"({p[0]} OR {p[1]})"),
+        pair.map(lambda p: f"{p[0]} -{p[1]}" if not p[1].startswith("-") else p[0]),
+        children.map(lambda c: f"NOT ({c})"),
+    )
+
+
+QUERIES = st.recursive(_TERMS, _combine, max_leaves=8)
+
+
+@given(QUERIES)
+@settings(max_examples=400)
+def test_canonical_text_parses_back_to_the_same_query(query: str) -> None:
+    try:
+        node = parse(query)
+    except QueryError as error:
+        assume("nearly every paper" not in str(error) and "longer than" not in str(error))
+        raise
+    text = canonical(node)
+    assert parse(text) == node
+    assert canonical(parse(text)) == text
+
+
+@given(QUERIES, QUERIES)
+@settings(max_examples=200)
+def test_and_and_or_do_not_depend_on_order(left: str, right: str) -> None:
+    try:
+        forward = parse(f"({left}) ({right})")
+        either = parse(f"({left}) OR ({right})")
+    except QueryError as error:
+        assume(False)  # anchoring or length: not what this test is about
+        raise AssertionError from error
+    assert parse(f"({right}) AND ({left})") == forward
+    assert canonical(parse(f"({right}) OR ({left})")) == canonical(either)
