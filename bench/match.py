@@ -27,6 +27,7 @@ SUBSCRIPTIONS = 100_000
 CHATS = 10_000
 PAPERS = 2_000
 NAIVE_SUBSCRIPTIONS = 1_000
+_COMMON = 1_500
 
 # Where papers are listed: cs-heavy, like the bot's default ingest.
 _CATEGORY_WEIGHTS = {
@@ -61,13 +62,14 @@ class Corpus:
     def __init__(self, seed: int) -> None:
         self.random = random.Random(seed)
         self.words, base_names = _load_vocabulary()
-        # Zipf weights by rank (s = 1.05) for running text.
-        self.zipf = [1.0 / (rank + 1) ** 1.05 for rank in range(len(self.words))]
-        self.cumulative = _cumulate(self.zipf)
-        content = [w for w in self.words[150:] if len(w) >= 4]
-        self.content = content
-        # 600 topics of 15 words each: papers on a topic use them, subscribers follow them.
-        self.topics = [self.random.sample(content, 15) for _ in range(600)]
+        # Running text: the 1,500 commonest words with Zipf weights by rank (s = 1.05).
+        common = self.words[:_COMMON]
+        self.common = common
+        self.cumulative = _cumulate([1.0 / (rank + 1) ** 1.05 for rank in range(len(common))])
+        # The rarer words are technical: 1,500 topics of 10 such words each; a paper writes
+        # about one or two topics and subscribers follow topical words.
+        technical = [w for w in self.words[_COMMON:] if len(w) >= 4]
+        self.topics = [self.random.sample(technical, 10) for _ in range(1_500)]
         given = sorted({n.split()[0] for n in base_names if len(n.split()[0]) > 2})
         surnames = sorted({n.split()[-1] for n in base_names})
         extra = ["Müller", "Wübben", "Łukasiewicz", "van der Berg", "de Oliveira Neves", "Østergaard",
@@ -78,7 +80,7 @@ class Corpus:
         self.category_cumulative = _cumulate(list(_CATEGORY_WEIGHTS.values()))
 
     def _text(self, length: int, topic: list[str]) -> str:
-        tokens = self.random.choices(self.words, cum_weights=self.cumulative, k=length)
+        tokens = self.random.choices(self.common, cum_weights=self.cumulative, k=length)
         for index in self.random.sample(range(length), k=length // 8):
             tokens[index] = self.random.choice(topic)
         parts = []
@@ -92,6 +94,8 @@ class Corpus:
 
     def paper(self, number: int) -> Paper:
         topic = self.random.choice(self.topics)
+        if self.random.random() < 0.5:
+            topic = topic + self.random.choice(self.topics)
         categories = self.random.choices(self.categories, cum_weights=self.category_cumulative,
                                          k=self.random.randint(1, 3))
         return Paper(

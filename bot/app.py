@@ -21,8 +21,10 @@ from bot.arxiv.client import ArxivClient
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.context import BotContext, Services
+from bot.delivery.pacing import Pacer
 from bot.delivery.sender import Sender
 from bot.handlers import basic, buttons, library, overview, subscriptions
+from bot.handlers import settings as chat_settings
 from bot.handlers.common import record_chat
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
@@ -67,9 +69,16 @@ async def _post_init(application: Application) -> None:
         rss_url=settings.arxiv_rss_url, api_url=settings.arxiv_api_url,
         contact=settings.contact, min_interval=settings.arxiv_min_interval_seconds,
     )
-    services.sender = Sender(application.bot, services.storage, services.clock)
+    services.sender = Sender(application.bot, services.storage, services.clock, services.pacer)
     services.pipeline = Pipeline(settings, services.storage, services.arxiv,
                                  services.subscriptions, services.clock)
+    for language in SUPPORTED_LANGUAGES:
+        commands = [BotCommand(name, t(language, text)) for name, text in COMMANDS]
+        await application.bot.set_my_commands(
+            commands, language_code=None if language == "en" else language
+        )
+    if not services.schedule_jobs:
+        return
     jobs = application.job_queue
     jobs.run_repeating(poll_job, interval=settings.poll_interval_seconds,
                        first=FIRST_POLL_DELAY, name="poll")
@@ -77,11 +86,7 @@ async def _post_init(application: Application) -> None:
     jobs.run_repeating(digest_job, interval=DIGEST_CHECK_INTERVAL, first=DIGEST_CHECK_INTERVAL,
                        name="digests")
     jobs.run_repeating(prune_job, interval=86400, first=600, name="prune")
-    for language in SUPPORTED_LANGUAGES:
-        commands = [BotCommand(name, t(language, text)) for name, text in COMMANDS]
-        await application.bot.set_my_commands(
-            commands, language_code=None if language == "en" else language
-        )
+
 
 
 async def _post_shutdown(application: Application) -> None:
@@ -138,8 +143,14 @@ async def prune_job(context: BotContext) -> None:
         log.info("pruned %d delivered alerts older than %d days", pruned, OUTBOX_RETENTION_DAYS)
 
 
-def build_application(settings: Settings, clock: Clock | None = None) -> Application:
-    """Build the bot: handlers, jobs and services, ready for `run_polling` or manual start."""
+def build_application(
+    settings: Settings, clock: Clock | None = None, *, schedule_jobs: bool = True,
+    pacer: Pacer | None = None,
+) -> Application:
+    """Build the bot: handlers, jobs and services, ready for `run_polling` or manual start.
+
+    Tests pass `schedule_jobs=False` to drive polls themselves, and a faster `pacer`.
+    """
     clock = clock or SystemClock()
     context_types = ContextTypes(context=BotContext)
     application = (
@@ -155,7 +166,7 @@ def build_application(settings: Settings, clock: Clock | None = None) -> Applica
         .build()
     )
     services = Services(settings=settings, storage=None, clock=clock,  # type: ignore[arg-type]
-                        started_at=clock.now())
+                        started_at=clock.now(), schedule_jobs=schedule_jobs, pacer=pacer)
     application.bot_data["services"] = services
 
     # Group -1 runs before every handler: each update first records its chat.
@@ -169,11 +180,11 @@ def build_application(settings: Settings, clock: Clock | None = None) -> Applica
     application.add_handler(CommandHandler("saved", library.saved))
     application.add_handler(CommandHandler("export", library.export))
     application.add_handler(CommandHandler("paper", library.paper))
-    application.add_handler(CommandHandler("pause", settings.pause))
-    application.add_handler(CommandHandler("resume", settings.resume))
-    application.add_handler(CommandHandler("digest", settings.digest))
-    application.add_handler(CommandHandler("tz", settings.timezone))
-    application.add_handler(CommandHandler("lang", settings.language))
+    application.add_handler(CommandHandler("pause", chat_settings.pause))
+    application.add_handler(CommandHandler("resume", chat_settings.resume))
+    application.add_handler(CommandHandler("digest", chat_settings.digest))
+    application.add_handler(CommandHandler("tz", chat_settings.timezone))
+    application.add_handler(CommandHandler("lang", chat_settings.language))
     application.add_handler(CommandHandler("stats", overview.stats))
     application.add_handler(CommandHandler("status", overview.status))
     application.add_handler(CallbackQueryHandler(buttons.on_button))

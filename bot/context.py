@@ -13,6 +13,7 @@ from bot.storage import Storage
 
 if TYPE_CHECKING:
     from bot.arxiv.client import ArxivClient
+    from bot.delivery.pacing import Pacer
     from bot.delivery.sender import Sender
     from bot.pipeline import Pipeline
     from bot.storage.chats import Chat
@@ -32,6 +33,8 @@ class Services:
     arxiv: ArxivClient | None = None
     sender: Sender | None = None
     pipeline: Pipeline | None = None
+    schedule_jobs: bool = True
+    pacer: Pacer | None = None
 
 
 class BotContext(CallbackContext[ExtBot, dict, dict, dict]):

@@ -11,13 +11,9 @@ PRIVATE_CHAT_INTERVAL = 1.0
 GROUP_CHAT_INTERVAL = 3.0  # 20 messages a minute
 
 
-def chat_interval(chat_id: int) -> float:
-    """Seconds between two messages to one chat (groups and channels have negative ids)."""
-    return GROUP_CHAT_INTERVAL if chat_id < 0 else PRIVATE_CHAT_INTERVAL
-
-
 class Pacer:
-    """Spaces sends evenly: one global slot every 1/rate s, and per-chat minimum intervals.
+    """Spaces sends evenly: one global slot every 1/rate s, and per-chat minimum intervals
+    (groups and channels, which have negative ids, get the longer group interval).
 
     Evenly spaced slots (rather than a bucket that allows a burst) keep every rolling second
     at or under the rate, which is what Telegram counts.
@@ -28,8 +24,13 @@ class Pacer:
         rate: float = OVERALL_PER_SECOND,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        *,
+        private_interval: float = PRIVATE_CHAT_INTERVAL,
+        group_interval: float = GROUP_CHAT_INTERVAL,
     ) -> None:
         self._gap = 1.0 / rate
+        self._private_interval = private_interval
+        self._group_interval = group_interval
         self._monotonic = monotonic
         self._sleep = sleep
         self._lock = asyncio.Lock()
@@ -48,7 +49,8 @@ class Pacer:
             self._next_global = slot + self._gap
         if slot > now:
             await self._sleep(slot - now)
-        self._next_chat[chat_id] = self._monotonic() + chat_interval(chat_id)
+        interval = self._group_interval if chat_id < 0 else self._private_interval
+        self._next_chat[chat_id] = self._monotonic() + interval
 
     def pause_chat(self, chat_id: int, seconds: float) -> None:
         """After a 429 for this chat: nothing more to it for `seconds`."""

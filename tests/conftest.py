@@ -1,0 +1,177 @@
+"""The end-to-end harness: the real Application against fake Telegram and fake arXiv servers."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from telegram.ext import Application
+
+from bot.app import build_application, send_due_digests
+from bot.clock import ManualClock
+from bot.config import Settings, load_settings
+from bot.context import Services
+from bot.delivery.pacing import Pacer
+from bot.models import AnnounceType, Paper
+from bot.pipeline import PollReport
+from tests.fakes.arxiv_server import FakeArxivServer
+from tests.fakes.feedgen import rss_feed
+from tests.fakes.telegram_server import CallbackAnswer, FakeTelegram, SentMessage
+
+TOKEN = "123456:TEST-token_abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclasses.dataclass
+class Harness:
+    """A running bot and the fakes it talks to, with the moves a test needs."""
+
+    tg: FakeTelegram
+    arxiv: FakeArxivServer
+    app: Application
+    clock: ManualClock
+    settings: Settings
+
+    @property
+    def services(self) -> Services:
+        return self.app.bot_data["services"]
+
+    async def ask(self, chat_id: int, command: str, *, timeout: float = 10.0,
+                  **kwargs: object) -> SentMessage:
+        """Send a command (or text) and return the bot's next message in that chat."""
+        before = len(self.tg.messages(chat_id))
+        if command.startswith("/"):
+            self.tg.send_command(chat_id, command, **kwargs)
+        else:
+            self.tg.send_text(chat_id, command, **kwargs)
+        messages = await self.tg.wait_for(
+            lambda: len(found := self.tg.messages(chat_id)) > before and found,
+            timeout, what=f"a reply to {command[:60]!r} in chat {chat_id}",
+        )
+        return messages[before]
+
+    async def press(self, chat_id: int, message_id: int, data: str, **kwargs: object
+                    ) -> CallbackAnswer:
+        """Press a button of a bot message and return the bot's answer to the press."""
+        query_id = self.tg.press_button(chat_id, message_id, data, **kwargs)
+        answers = await self.tg.wait_for(
+            lambda: [a for a in self.tg.callback_answers if a.callback_query_id == query_id],
+            what=f"an answer to the press of {data!r}",
+        )
+        # Let the edit that follows an answer land too.
+        await self.settle()
+        return answers[0]
+
+    async def settle(self) -> None:
+        """Wait until the bot has no update in hand and no request in flight."""
+        await self.tg.wait_for(
+            lambda: self.tg.pending_updates == 0 and self.app.update_queue.empty(),
+            what="the bot to take every update",
+        )
+        # One more round trip guarantees the handler that took the last update has finished.
+        before = len(self.tg.calls)
+        self.tg.send_text(999_999_999, "ping from the harness")
+        await self.tg.wait_for(lambda: len(self.tg.calls) > before and
+                               self.tg.pending_updates == 0, what="the settling round trip")
+
+    async def poll(self) -> PollReport:
+        """One scheduled poll, as the job runs it: ingest, match, queue, deliver."""
+        report = await self.services.pipeline.poll()
+        await self.services.sender.drain()
+        return report
+
+    async def drain(self) -> None:
+        await self.services.sender.drain()
+
+    async def send_due_digests(self) -> int:
+        return await send_due_digests(self.services.storage, self.services.sender,
+                                      self.clock.now())
+
+    def serve_feed(self, papers: list[Paper], names: tuple[str, ...] = ("cs",),
+                   announce_date: datetime | None = None) -> None:
+        """Make the fake arXiv announce `papers` on every feed URL."""
+        self.arxiv.set_feed(None, rss_feed(
+            papers, names=names, announce_date=announce_date or datetime.now(UTC)))
+
+
+def make_settings(tmp_path: Path, tg: FakeTelegram, arxiv: FakeArxivServer,
+                  **overrides: str) -> Settings:
+    env = {
+        "TELEGRAM_BOT_TOKEN": tg.token,
+        "TELEGRAM_API_URL": tg.api_url,
+        "ARXIV_RSS_URL": arxiv.rss_url,
+        "ARXIV_API_URL": arxiv.api_url,
+        "DATABASE_PATH": str(tmp_path / "data" / "bot.sqlite3"),
+        "ARXIV_MIN_INTERVAL_SECONDS": "0",
+        "ADMIN_CHAT_IDS": "1",
+        **overrides,
+    }
+    return load_settings(env, env_file=None)
+
+
+@pytest.fixture
+def fake_telegram() -> Iterator[FakeTelegram]:
+    tg = FakeTelegram(TOKEN).start()
+    yield tg
+    tg.stop()
+
+
+@pytest.fixture
+def fake_arxiv() -> Iterator[FakeArxivServer]:
+    server = FakeArxivServer().start()
+    yield server
+    server.stop()
+
+
+async def start_bot(settings: Settings, clock: ManualClock, pacer: Pacer | None = None,
+                    ) -> Application:
+    app = build_application(settings, clock, schedule_jobs=False,
+                            pacer=pacer or Pacer(rate=1000, private_interval=0, group_interval=0))
+    await app.initialize()
+    await app.post_init(app)
+    await app.start()
+    await app.updater.start_polling(poll_interval=0, timeout=1)
+    return app
+
+
+async def stop_bot(app: Application) -> None:
+    if app.updater.running:
+        await app.updater.stop()
+    if app.running:
+        await app.stop()
+    await app.post_shutdown(app)
+    await app.shutdown()
+
+
+@pytest.fixture
+async def harness(tmp_path: Path, fake_telegram: FakeTelegram,
+                  fake_arxiv: FakeArxivServer) -> AsyncIterator[Harness]:
+    clock = ManualClock(time.time())
+    settings = make_settings(tmp_path, fake_telegram, fake_arxiv)
+    app = await start_bot(settings, clock)
+    yield Harness(fake_telegram, fake_arxiv, app, clock, settings)
+    await stop_bot(app)
+
+
+def make_paper(number: int, *, version: int = 1, title: str | None = None,
+               authors: tuple[str, ...] = ("Eiko Yoneki", "Dirk Wübben"),
+               categories: tuple[str, ...] = ("cs.LG",), abstract: str | None = None,
+               announce_type: AnnounceType | None = None, **changes: object) -> Paper:
+    """A realistic paper numbered `number` (id 2611.1NNNN)."""
+    return Paper(
+        arxiv_id=f"2611.{10000 + number}",
+        version=version,
+        title=title or f"Sparse attention for long-context models, part {number}",
+        authors=authors,
+        abstract=abstract or (
+            "We study how sparse attention patterns scale with context length and show that "
+            "a learned router recovers dense quality at a fraction of the cost. " * 3
+        ).strip(),
+        categories=categories,
+        announce_type=announce_type or (AnnounceType.NEW if version == 1
+                                        else AnnounceType.REPLACE),
+        **changes,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,41 @@
+"""A researcher meets the bot: /start, /help, unknown commands, the command menu."""
+
+from __future__ import annotations
+
+from tests.conftest import Harness
+
+
+async def test_start_greets_and_shows_example_follow_commands(harness: Harness) -> None:
+    reply = await harness.ask(5001, "/start")
+    assert "arXiv" in reply.text
+    assert "/follow cs.LG" in reply.text
+    assert reply.parse_mode == "HTML"
+    chat = await harness.services.storage.chats.get(5001)
+    assert chat is not None and chat.type == "private", "every chat that writes is recorded"
+
+
+async def test_help_documents_the_query_language_and_every_command(harness: Harness) -> None:
+    reply = await harness.ask(5001, "/help")
+    for construct in ("cat:cs.LG", "au:", "ti:", "abs:", "quantiz*", "OR", "NOT"):
+        assert construct in reply.text
+    for command in ("/follow", "/unfollow", "/list", "/saved", "/export", "/paper", "/pause",
+                    "/resume", "/digest", "/tz", "/lang", "/stats"):
+        assert command in reply.text
+
+
+async def test_an_unknown_command_points_to_help(harness: Harness) -> None:
+    reply = await harness.ask(5001, "/frobnicate now")
+    assert "/help" in reply.text
+
+
+async def test_commands_with_the_bot_name_work_in_groups(harness: Harness) -> None:
+    reply = await harness.ask(-100777, f"/help@{harness.tg.bot_username}", title="Lab")
+    assert "/follow" in reply.text
+
+
+async def test_the_command_menu_is_registered_in_english_and_chinese(harness: Harness) -> None:
+    commands = harness.tg.commands
+    english = dict(commands[""])
+    assert {"follow", "unfollow", "list", "saved", "export", "paper", "digest", "pause",
+            "resume", "tz", "lang", "stats", "help", "start"} <= set(english)
+    assert "zh" in commands and {name for name, _ in commands["zh"]} == set(english)
