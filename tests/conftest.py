@@ -65,6 +65,17 @@ class Harness:
         await self.settle()
         return answers[0]
 
+    async def forge(self, chat_id: int, message_id: int, data: str, **kwargs: object
+                    ) -> CallbackAnswer:
+        """A forged press (any data) on a real bot message; returns the bot's answer."""
+        query_id = self.tg.forge_press(chat_id, message_id, data, **kwargs)
+        answers = await self.tg.wait_for(
+            lambda: [a for a in self.tg.callback_answers if a.callback_query_id == query_id],
+            what=f"an answer to the forged press of {data!r}",
+        )
+        await self.settle()
+        return answers[0]
+
     async def settle(self) -> None:
         """Wait until the bot has no update in hand and no request in flight."""
         await self.tg.wait_for(

@@ -887,6 +887,36 @@ class FakeTelegram:
             )
             return query_id
 
+    def forge_press(
+        self,
+        chat_id: int,
+        message_id: int,
+        data: str,
+        *,
+        user_id: int | None = None,
+        language_code: str | None = "en",
+    ) -> str:
+        """A modified client presses a button that is not there, with any ``data``.
+
+        Telegram delivers whatever callback data a client sends for a real message, so the
+        bot must check it; returns the callback query id.
+        """
+        with self._cond:
+            message = self._messages.get(chat_id, {}).get(message_id)
+            if message is None:
+                raise AssertionError(f"chat {chat_id} has no bot message {message_id}")
+            chat = self._chat_json(chat_id)
+            sender_id = user_id if user_id is not None else (
+                chat_id if chat["type"] == "private" else DEFAULT_GROUP_USER_ID)
+            user = self._remember_user(sender_id, "Eve", None, language_code)
+            query_id = str(self.bot_id * 1000 + next(self._ids))
+            self._callback_queries.add(query_id)
+            self.add_update({"callback_query": {
+                "id": query_id, "from": user, "message": self._message_json(message),
+                "chat_instance": str(chat_id), "data": data,
+            }})
+            return query_id
+
     def my_chat_member(
         self,
         chat_id: int,
