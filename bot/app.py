@@ -56,6 +56,7 @@ FIRST_POLL_DELAY = 3.0  # the spec asks for the first poll within 5 s of start-u
 DIGEST_CHECK_INTERVAL = 30.0
 DRAIN_INTERVAL = 2.0  # picks up retries that came due and alerts released by /resume
 OUTBOX_RETENTION_DAYS = 30
+PAPER_RETENTION_DAYS = 90  # far beyond /stats' 7 days and /follow's 7-day preview
 
 
 async def _post_init(application: Application) -> None:
@@ -135,12 +136,17 @@ async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
 
 
 async def prune_job(context: BotContext) -> None:
-    """Forget delivered alerts after 30 days; pending and held ones are kept."""
-    services = context.services
-    before = services.clock.now() - OUTBOX_RETENTION_DAYS * 86400
-    pruned = await services.storage.outbox.prune(before)
-    if pruned:
-        log.info("pruned %d delivered alerts older than %d days", pruned, OUTBOX_RETENTION_DAYS)
+    """Daily upkeep: forget old delivered alerts and old papers nobody keeps."""
+    await prune(context.services.storage, context.services.clock.now())
+
+
+async def prune(storage: Storage, now: float) -> tuple[int, int]:
+    """Delivered alerts after 30 days, papers nobody saved or awaits after 90 days."""
+    alerts = await storage.outbox.prune(now - OUTBOX_RETENTION_DAYS * 86400)
+    papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * 86400)
+    if alerts or papers:
+        log.info("pruned %d delivered alerts and %d papers", alerts, papers)
+    return alerts, papers
 
 
 def build_application(

@@ -261,3 +261,20 @@ class PaperRepository:
 
     async def count(self) -> int:
         return int(await self._db.fetchval("SELECT COUNT(*) FROM papers"))
+
+    async def prune(self, before: float) -> int:
+        """Forget papers unchanged since `before` that no chat saved or still waits for.
+
+        Saved papers keep every version (revision diffs compare with them); so do papers
+        with alerts still pending or held.
+        """
+        return await self._db.execute(
+            """
+            DELETE FROM papers
+            WHERE last_changed_at < ?
+              AND arxiv_id NOT IN (SELECT arxiv_id FROM saved)
+              AND arxiv_id NOT IN (SELECT arxiv_id FROM outbox
+                                   WHERE status IN ('pending', 'held'))
+            """,
+            (before,),
+        )

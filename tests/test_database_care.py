@@ -1,0 +1,97 @@
+"""Database care: online backups while the bot runs, pruning, migrations from every version."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.app import prune
+from bot.storage import Storage
+from bot.storage.db import Database
+from bot.storage.migrations import LATEST_VERSION, MIGRATIONS
+from bot.storage.outbox import Alert
+from tests.conftest import Harness, make_paper
+
+ROOT = Path(__file__).resolve().parents[1]
+DAY = 86400.0
+
+
+async def test_backup_command_copies_the_live_database(harness: Harness, tmp_path: Path) -> None:
+    await harness.ask(9001, "/follow cs.LG")
+    harness.serve_feed([make_paper(n) for n in range(1, 6)])
+    await harness.poll()
+    target = tmp_path / "backups" / "copy.sqlite3"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TELEGRAM_", "DATABASE_"))}
+    env.update(PYTHONPATH=str(ROOT), TELEGRAM_BOT_TOKEN=harness.settings.telegram_bot_token,
+               DATABASE_PATH=str(harness.settings.database_path))
+    # The bot keeps running (and holding its connection) while the copy is made.
+    result = subprocess.run([sys.executable, "-m", "bot", "backup", str(target)], env=env,
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "backup written" in result.stdout
+    copy = sqlite3.connect(target)
+    try:
+        assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert copy.execute("SELECT COUNT(*) FROM papers").fetchone()[0] == 5
+        assert copy.execute("SELECT query FROM subscriptions").fetchall() == [("cat:cs.LG",)]
+        assert copy.execute("SELECT COUNT(*) FROM outbox WHERE status = 'sent'").fetchone()[0] == 5
+    finally:
+        copy.close()
+    assert "cat:cs.LG" in (await harness.ask(9001, "/list")).text, "the bot is still serving"
+
+
+async def test_prune_forgets_old_deliveries_and_papers_but_keeps_the_library(
+        tmp_path: Path) -> None:
+    store = await Storage.open(tmp_path / "bot.sqlite3")
+    try:
+        start = 1_790_000_000.0
+        await store.chats.record(1, "private", "Ada", "en", start)
+        papers = [make_paper(n) for n in range(1, 5)]
+        await store.papers.upsert_many(papers, start)
+        await store.outbox.enqueue([Alert(1, p.arxiv_id, 1, "new") for p in papers], start)
+        rows = await store.outbox.pending_for_chat(1)
+        await store.outbox.mark_sent([rows[0].id, rows[1].id], 10, start)  # 3 and 4 stay pending
+        await store.saved.save(1, papers[0].arxiv_id, 1, start)
+
+        assert await prune(store, start + 29 * DAY) == (0, 0), "nothing is old enough yet"
+        alerts, gone = await prune(store, start + 91 * DAY)
+        assert alerts == 2, "sent alerts older than 30 days go"
+        assert gone == 1, "only the unsaved paper without pending alerts goes"
+        assert await store.papers.get(papers[0].arxiv_id) is not None, "saved papers stay"
+        assert await store.papers.get(papers[0].arxiv_id, 1) is not None, "with their versions"
+        assert await store.papers.get(papers[1].arxiv_id) is None
+        assert len(await store.outbox.pending_for_chat(1)) == 2, "pending alerts are kept"
+        assert len(await store.saved.all(1)) == 1
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("from_version", range(LATEST_VERSION))
+async def test_migrations_run_from_every_earlier_schema_version(
+        tmp_path: Path, from_version: int) -> None:
+    path = tmp_path / "old.sqlite3"
+    db = await Database.open(path, migrate=False)
+    await db.migrate(target=from_version)
+    assert await db.schema_version() == from_version
+    if from_version >= 1:
+        await db.execute("INSERT INTO chats (id, created_at, last_seen_at) VALUES (1, 0, 0)")
+    await db.close()
+
+    db = await Database.open(path)
+    try:
+        assert await db.schema_version() == LATEST_VERSION
+        applied = await db.fetchval("SELECT COUNT(*) FROM schema_version")
+        assert applied == LATEST_VERSION
+        if from_version >= 1:
+            assert await db.fetchval("SELECT COUNT(*) FROM chats") == 1, "data survives"
+    finally:
+        await db.close()
+
+
+def test_migration_numbers_are_consecutive_from_one() -> None:
+    assert [number for number, _, _ in MIGRATIONS] == list(range(1, LATEST_VERSION + 1))
