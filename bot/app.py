@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from telegram import BotCommand
 from telegram.ext import (
@@ -102,8 +103,17 @@ async def poll_job(context: BotContext) -> None:
     """The scheduled poll: ingest, match, queue, then deliver what it queued."""
     services = context.services
     assert services.pipeline is not None and services.sender is not None
-    await services.pipeline.poll()
-    await services.sender.drain()
+    started = time.monotonic()
+    report = await services.pipeline.poll()
+    drained = await services.sender.drain()
+    log.info(
+        "poll done sources=%d failed=%d items=%d new=%d revised=%d seen=%d matches=%d "
+        "sent=%d digests=%d retried=%d failed_alerts=%d seconds=%.2f",
+        len(report.sources), len(report.failed_sources),
+        sum(s.items for s in report.sources), report.count("new"), report.count("revised"),
+        report.count("seen"), len(report.alerts), drained.sent, drained.digests,
+        drained.retried, drained.failed, time.monotonic() - started,
+    )
 
 
 async def drain_job(context: BotContext) -> None:
