@@ -206,5 +206,10 @@ def build_application(
     application.add_handler(CallbackQueryHandler(buttons.on_button))
     # Last in the group: a command nobody above handled.
     application.add_handler(MessageHandler(filters.COMMAND, basic.unknown_command))
+    # Plain text only in private chats: in a group people talk to each other, not to the bot.
+    application.add_handler(MessageHandler(
+        filters.ChatType.PRIVATE & filters.TEXT & ~filters.COMMAND & filters.UpdateType.MESSAGE,
+        basic.plain_text,
+    ))
     application.add_error_handler(basic.on_error)
     return application

@@ -39,3 +39,23 @@ async def test_the_command_menu_is_registered_in_english_and_chinese(harness: Ha
     assert {"follow", "unfollow", "list", "saved", "export", "paper", "digest", "pause",
             "resume", "tz", "lang", "stats", "help", "start"} <= set(english)
     assert "zh" in commands and {name for name, _ in commands["zh"]} == set(english)
+
+
+async def test_a_pasted_arxiv_link_in_a_private_chat_shows_the_paper(harness: Harness) -> None:
+    from tests.conftest import make_paper
+
+    harness.serve_feed([make_paper(1)])
+    await harness.poll()
+    card = await harness.ask(5001, "https://arxiv.org/abs/2611.10001")
+    assert "part 1" in card.text and "💾 Save" in card.button_texts
+
+
+async def test_other_plain_text_in_a_private_chat_gets_a_pointer(harness: Harness) -> None:
+    reply = await harness.ask(5001, "hello there")
+    assert "/follow" in reply.text and "/help" in reply.text
+
+
+async def test_plain_text_in_a_group_is_left_alone(harness: Harness) -> None:
+    harness.tg.send_text(-100555, "lunch at noon?", title="Lab")
+    await harness.settle()
+    assert harness.tg.messages(-100555) == []

@@ -151,3 +151,10 @@ async def test_the_command_menu_for_chinese_users_is_in_chinese(harness: Harness
     for name, description in chinese.items():
         assert HAN.search(description), f"/{name} is described in English: {description}"
         assert description != english[name]
+
+
+async def test_a_query_error_is_explained_in_chinese(harness: Harness) -> None:
+    reply = await harness.ask(8801, "/follow (cs.LG OR au:Hinton", language_code="zh-hans")
+    assert "couldn't" not in reply.text and "column" not in reply.text
+    assert "^" in reply.text
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in reply.text)

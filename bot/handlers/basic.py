@@ -7,8 +7,10 @@ import logging
 from telegram import Update
 
 from bot.context import BotContext
-from bot.handlers.common import reply
+from bot.handlers import library
+from bot.handlers.common import MAX_ARGUMENT_LENGTH, clean_argument, reply
 from bot.i18n import _, t
+from bot.models import ArxivId
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +74,31 @@ async def help_command(update: Update, context: BotContext) -> None:
 
 
 async def unknown_command(update: Update, context: BotContext) -> None:
-    """A command the bot does not know gets pointed at /help."""
+    """A command the bot does not know gets pointed at /help; one for another bot is ignored."""
+    message = update.effective_message
+    command = (message.text or "").split(maxsplit=1)[0] if message is not None else ""
+    _, at, addressee = command.partition("@")
+    if at and addressee.lower() != (context.bot.username or "").lower():
+        return  # `/start@otherbot` in a group with several bots is not ours to answer
     await reply(update, context, t(
         context.lang, "I don't know that command. /help lists what I can do."
+    ))
+
+
+async def plain_text(update: Update, context: BotContext) -> None:
+    """Text that is not a command, in a private chat: an arXiv id or link shows that paper's
+    card (what a researcher pasting a link wants); anything else gets a pointer to the commands.
+
+    Registered for private chats only: in a group people talk to each other, not to the bot.
+    """
+    message = update.effective_message
+    text = clean_argument(message.text or "") if message is not None else None
+    if text and len(text) <= MAX_ARGUMENT_LENGTH and (arxiv_id := ArxivId.parse(text)):
+        await library.show_paper(update, context, arxiv_id)
+        return
+    await reply(update, context, t(
+        context.lang, "I answer commands, such as <code>/follow cs.LG</code> or "
+        "<code>/paper 2611.11450</code>. /help lists them all."
     ))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from telegram import Message, Update
+from telegram import InlineKeyboardMarkup, Message, Update
 from telegram.constants import ParseMode
 from telegram.error import BadRequest
 
@@ -22,7 +22,7 @@ async def on_button(update: Update, context: BotContext) -> None:
     """Decode the pressed button's data; forged or stale data gets a polite answer."""
     query = update.callback_query
     action = callbacks.decode(query.data)
-    if action is None or update.effective_chat is None:
+    if action is None or update.effective_chat is None or not _offered(query.message, query.data):
         await query.answer(t(context.lang, "This button has expired. Please send the command "
                                            "again."))
         return
@@ -42,6 +42,19 @@ async def on_button(update: Update, context: BotContext) -> None:
             await query.answer()
 
 
+def _offered(message: object, data: str | None) -> bool:
+    """Whether the message carries a button with this data (a modified client can send any).
+
+    A message Telegram no longer shows us (inaccessible) cannot be checked, so it passes; every
+    handler still checks the data against the pressing chat.
+    """
+    if not isinstance(message, Message):
+        return True
+    markup = message.reply_markup
+    rows = markup.inline_keyboard if markup is not None else ()
+    return any(button.callback_data == data for row in rows for button in row)
+
+
 async def on_save(update: Update, context: BotContext, action: callbacks.ToggleSave) -> None:
     """Save toggles to Saved and back; anyone in a group may press it."""
     query = update.callback_query
@@ -54,13 +67,40 @@ async def on_save(update: Update, context: BotContext, action: callbacks.ToggleS
         return
     chat_id = update.effective_chat.id
     version = action.paper.version or paper.version
-    saved = await store.saved.toggle(chat_id, paper.arxiv_id, version, context.now())
+    message = query.message
+    markup = message.reply_markup if isinstance(message, Message) else None
+    wanted = _press_intent(markup, paper.arxiv_id, lang)
+    if wanted is None:
+        saved = await store.saved.toggle(chat_id, paper.arxiv_id, version, context.now())
+    elif wanted:
+        await store.saved.save(chat_id, paper.arxiv_id, version, context.now())
+        saved = True
+    else:
+        await store.saved.remove(chat_id, paper.arxiv_id)
+        saved = False
     await query.answer(t(lang, "Saved to your library ✓") if saved
                        else t(lang, "Removed from your library"))
-    message = query.message
     if isinstance(message, Message) and message.reply_markup is not None:
         markup = with_saved_state(message.reply_markup, paper.arxiv_id, saved=saved, lang=lang)
         await _quietly(message.edit_reply_markup(reply_markup=markup))
+
+
+def _press_intent(markup: InlineKeyboardMarkup | None, arxiv_id: str, lang: str) -> bool | None:
+    """Save (True) or unsave (False), as the button the user saw said; None if it can't tell.
+
+    Two quick presses of "Save" both saw "Save": the paper ends up saved, not toggled back.
+    """
+    if markup is None:
+        return None
+    shows_unsaved = with_saved_state(markup, arxiv_id, saved=False, lang=lang)
+    shows_saved = with_saved_state(markup, arxiv_id, saved=True, lang=lang)
+    if shows_unsaved == shows_saved:  # no Save button for this paper on the message
+        return None
+    if markup == shows_unsaved:
+        return True
+    if markup == shows_saved:
+        return False
+    return None  # drawn in another language: fall back to toggling
 
 
 async def on_abstract(update: Update, context: BotContext,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import html
 import logging
 import unicodedata
+from collections.abc import Awaitable
 
 from telegram import Update
 from telegram.constants import ChatMemberStatus, ChatType, ParseMode
-from telegram.error import TelegramError
+from telegram.error import BadRequest, TelegramError
 
 from bot.context import BotContext
 from bot.i18n import language_from_telegram, t
@@ -68,6 +69,46 @@ def argument_problem(context: BotContext, raw: str) -> str | None:
     if clean_argument(raw) is None:
         return t(context.lang, "That contains control characters; please type plain text.")
     return None
+
+
+async def edit_quietly(edit: Awaitable[object]) -> None:
+    """Await an edit; "message is not modified" (a second quick press) is not an error."""
+    try:
+        await edit
+    except BadRequest as exc:
+        if "not modified" not in str(exc).lower():
+            raise
+
+
+def clip(text: str, units: int) -> str:
+    """`text` cut to at most `units` UTF-16 code units (Telegram's measure), with "…" if cut."""
+    if len(text.encode("utf-16-le")) // 2 <= units:
+        return text
+    kept, used = [], 1  # room for the ellipsis
+    for ch in text:
+        used += 2 if ord(ch) > 0xFFFF else 1
+        if used > units:
+            break
+        kept.append(ch)
+    return "".join(kept).rstrip() + "…"
+
+
+async def read_argument(update: Update, context: BotContext,
+                        usage: str | None = None) -> str | None:
+    """The command's argument, cleaned; None once the chat was told what is wrong with it.
+
+    Overlong or control-laden arguments are refused; with `usage`, so is a missing one
+    (nothing, or only invisible characters), and `usage` is the reply.
+    """
+    raw = command_argument(update)
+    if (problem := argument_problem(context, raw)) is not None:
+        await reply(update, context, problem)
+        return None
+    argument = clean_argument(raw) or ""
+    if not argument and usage is not None:
+        await reply(update, context, usage)
+        return None
+    return argument
 
 
 def quote(text: str) -> str:

@@ -15,7 +15,11 @@ from bot.context import BotContext
 from bot.delivery.bibtex import to_bibtex
 from bot.delivery.pages import PAGE_SIZE, page_count, render_saved_page
 from bot.delivery.render import RenderedMessage, render_paper_card
-from bot.handlers.common import argument_problem, clean_argument, command_argument, quote, reply
+from bot.handlers.common import (
+    quote,
+    read_argument,
+    reply,
+)
 from bot.i18n import t
 from bot.models import ArxivId
 
@@ -86,23 +90,25 @@ async def export(update: Update, context: BotContext) -> None:
 async def paper(update: Update, context: BotContext) -> None:
     """A paper's card by id or arXiv link, from the store or the arXiv API."""
     lang = context.lang
-    raw = command_argument(update)
-    if not raw:
-        await reply(update, context, t(
-            lang, "Which paper? For example <code>/paper 2611.11450</code> or "
-            "<code>/paper https://arxiv.org/abs/2611.11450</code>."
-        ))
+    argument = await read_argument(update, context, t(
+        lang, "Which paper? For example <code>/paper 2611.11450</code> or "
+        "<code>/paper https://arxiv.org/abs/2611.11450</code>."
+    ))
+    if argument is None:
         return
-    if (problem := argument_problem(context, raw)) is not None:
-        await reply(update, context, problem)
-        return
-    arxiv_id = ArxivId.parse(clean_argument(raw) or "")
+    arxiv_id = ArxivId.parse(argument)
     if arxiv_id is None:
         await reply(update, context, t(
             lang, "That doesn't look like an arXiv id. Try <code>2611.11450</code>, "
             "<code>hep-th/9901001</code> or an arxiv.org link."
         ))
         return
+    await show_paper(update, context, arxiv_id)
+
+
+async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> None:
+    """Reply with the card of `arxiv_id`, looked up in the store, else in the arXiv API."""
+    lang = context.lang
     store = context.store
     found = await store.papers.get(arxiv_id.base, arxiv_id.version)
     if found is None:

@@ -6,24 +6,13 @@ from telegram import Update
 
 from bot.context import BotContext
 from bot.handlers.common import (
-    argument_problem,
-    clean_argument,
-    command_argument,
     may_change_settings,
     quote,
+    read_argument,
     reply,
 )
 from bot.i18n import SUPPORTED_LANGUAGES, t
 from bot.schedule import canonical_zone, local_time, next_digest_after, parse_hhmm
-
-
-async def _argument(update: Update, context: BotContext) -> str | None:
-    """The cleaned argument, or None after replying about an overlong or control-laden one."""
-    raw = command_argument(update)
-    if (problem := argument_problem(context, raw)) is not None:
-        await reply(update, context, problem)
-        return None
-    return clean_argument(raw) or ""
 
 
 async def pause(update: Update, context: BotContext) -> None:
@@ -52,7 +41,7 @@ async def resume(update: Update, context: BotContext) -> None:
 async def digest(update: Update, context: BotContext) -> None:
     """`/digest HH:MM` for one daily digest at local time, `/digest off` for instant alerts."""
     lang = context.lang
-    argument = await _argument(update, context)
+    argument = await read_argument(update, context)
     if argument is None:
         return
     record = context.chat_record
@@ -92,7 +81,7 @@ async def digest(update: Update, context: BotContext) -> None:
 async def timezone(update: Update, context: BotContext) -> None:
     """Set the chat's IANA time zone (used for digests and dates)."""
     lang = context.lang
-    argument = await _argument(update, context)
+    argument = await read_argument(update, context)
     if argument is None:
         return
     record = context.chat_record
@@ -122,7 +111,7 @@ async def timezone(update: Update, context: BotContext) -> None:
 
 async def language(update: Update, context: BotContext) -> None:
     """Switch the chat's language: `/lang en` or `/lang zh`."""
-    argument = await _argument(update, context)
+    argument = await read_argument(update, context)
     if argument is None:
         return
     choice = argument.lower()

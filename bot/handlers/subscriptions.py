@@ -7,34 +7,31 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from bot import callbacks
 from bot.context import BotContext
 from bot.handlers.common import (
-    argument_problem,
-    clean_argument,
-    command_argument,
+    clip,
+    edit_quietly,
     may_change_settings,
     quote,
+    read_argument,
     reply,
 )
 from bot.i18n import t, tn
 from bot.models import Subscription
 from bot.storage.subscriptions import MAX_SUBSCRIPTIONS_PER_CHAT
 
+LIST_TEXT_BUDGET = 3900  # of Telegram's 4096 units, leaving room for the heading
+
 
 async def follow(update: Update, context: BotContext) -> None:
     """Add a subscription; the reply shows its canonical form, number and a 7-day preview."""
     lang = context.lang
-    raw = command_argument(update)
-    if not raw:
-        await reply(update, context, t(
-            lang, "Tell me what to follow, for example:\n<code>/follow cs.LG</code>\n"
-            "<code>/follow au:\"E. Yoneki\" OR ti:\"graph neural\"</code>\n/help explains queries."
-        ))
-        return
-    if (problem := argument_problem(context, raw)) is not None:
-        await reply(update, context, problem)
+    query = await read_argument(update, context, t(
+        lang, "Tell me what to follow, for example:\n<code>/follow cs.LG</code>\n"
+        "<code>/follow au:\"E. Yoneki\" OR ti:\"graph neural\"</code>\n/help explains queries."
+    ))
+    if query is None:
         return
     if not await may_change_settings(update, context):
         return
-    query = clean_argument(raw) or ""
     result = await context.subscriptions.follow(update.effective_chat.id, query)
     if result.status == "invalid" and result.error is not None:
         column = result.error.position
@@ -42,7 +39,8 @@ async def follow(update: Update, context: BotContext) -> None:
         await reply(update, context, t(
             lang, "I couldn't read that query: {reason}\n<code>{query}\n{pointer}</code>\n"
             "/help shows the query language.",
-            reason=quote(str(result.error)), query=quote(query), pointer=pointer,
+            reason=quote(t(lang, result.error.template, **result.error.values)),
+            query=quote(query), pointer=pointer,
         ))
     elif result.status == "duplicate" and result.subscription is not None:
         await reply(update, context, t(
@@ -68,20 +66,16 @@ async def follow(update: Update, context: BotContext) -> None:
 async def unfollow(update: Update, context: BotContext) -> None:
     """Remove one subscription by its number in /list, or all of them."""
     lang = context.lang
-    raw = command_argument(update)
-    if not raw:
-        await reply(update, context, t(
-            lang, "Which one? Send <code>/unfollow 2</code> with a number from /list, "
-            "or <code>/unfollow all</code>."
-        ))
+    argument = await read_argument(update, context, t(
+        lang, "Which one? Send <code>/unfollow 2</code> with a number from /list, "
+        "or <code>/unfollow all</code>."
+    ))
+    if argument is None:
         return
-    if (problem := argument_problem(context, raw)) is not None:
-        await reply(update, context, problem)
-        return
+    argument = argument.lower()
     if not await may_change_settings(update, context):
         return
     chat_id = update.effective_chat.id
-    argument = (clean_argument(raw) or "").lower()
     if argument == "all":
         removed = await context.subscriptions.unfollow_all(chat_id)
         await reply(update, context, tn(
@@ -105,7 +99,9 @@ def _list_view(lang: str, subs: list[Subscription]) -> tuple[str, InlineKeyboard
         return t(lang, "You don't follow anything yet. Try <code>/follow cs.LG</code>."), None
     lines = [t(lang, "<b>Your subscriptions</b> ({count}/{limit})", count=len(subs),
                limit=MAX_SUBSCRIPTIONS_PER_CHAT)]
-    lines += [f"{sub.number}. <code>{quote(sub.query)}</code>" for sub in subs]
+    # Fifty long queries would overflow one message (4096 units): share the room out evenly.
+    room = LIST_TEXT_BUDGET // len(subs) - len("50. \n")
+    lines += [f"{sub.number}. <code>{quote(clip(sub.query, room))}</code>" for sub in subs]
     buttons = [
         InlineKeyboardButton(t(lang, "✖ {number}", number=sub.number),
                              callback_data=callbacks.encode(callbacks.Unfollow(sub.id)))
@@ -134,7 +130,10 @@ async def on_unfollow_button(update: Update, context: BotContext,
     if removed is None:
         await query.answer(t(lang, "That subscription is already gone."))
     else:
-        await query.answer(t(lang, "Removed: {query}", query=removed.query[:150]))
+        # An answer holds at most 200 UTF-16 units; a query of astral letters is twice as long.
+        await query.answer(t(lang, "Removed: {query}", query=clip(removed.query, 150)))
     text, markup = _list_view(lang, await context.subscriptions.for_chat(chat_id))
     if query.message is not None:
-        await query.edit_message_text(text, parse_mode="HTML", reply_markup=markup)
+        # The second of two quick presses finds the list already redrawn.
+        await edit_quietly(query.edit_message_text(text, parse_mode="HTML",
+                                                   reply_markup=markup))
