@@ -40,7 +40,7 @@ class SubscriptionService:
         entries = []
         for sub in await self._store.subscriptions.all():
             try:
-                node = parse(sub.query)
+                node = parse(sub.query, max_length=None)  # canonical text may exceed 300
                 entries.append((sub.id, sub.chat_id, node))
                 self._queries[sub.id] = (sub.query, node)
             except QueryError as exc:  # a query stored by an older grammar; keep running

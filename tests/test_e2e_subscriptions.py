@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bot.query.parser import CATEGORIES
 from tests.conftest import Harness, make_paper
 
 CHAT = 6001
@@ -138,3 +139,16 @@ async def test_a_new_subscription_matches_the_next_poll(harness: Harness) -> Non
     await harness.poll()
     alerts = await harness.tg.wait_for_messages(CHAT, contains="Sparse attention")
     assert len(alerts) == 1 and "part 1" in alerts[0].text
+
+
+async def test_a_long_query_survives_a_restart(harness: Harness) -> None:
+    categories = sorted(c for c in CATEGORIES if c.startswith("cs."))
+    query = " OR ".join(categories)[:270].rsplit(" OR ", 1)[0]
+    assert len(query) + len("/follow () ti:quantum") <= 300
+    reply = await harness.ask(CHAT, f"/follow ({query}) ti:quantum")
+    assert "Following #1" in reply.text
+    stored = (await harness.services.storage.subscriptions.for_chat(CHAT))[0].query
+    assert len(stored) > len(query), "the canonical form spells out cat: on every term"
+    # A restart compiles the matcher from the stored canonical texts.
+    assert await harness.services.subscriptions.load() == 1
+    assert harness.services.subscriptions.followed_sources() >= {"cs.LG", "cs.DS"}

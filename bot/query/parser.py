@@ -123,16 +123,22 @@ class Text:
 
 @dataclass(frozen=True, slots=True)
 class Not:
+    """`NOT x` or `-x`: papers that do not match `child`."""
+
     child: Node
 
 
 @dataclass(frozen=True, slots=True)
 class And:
+    """Papers matching every child (sorted, at least two, none an `And`)."""
+
     children: tuple[Node, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Or:
+    """Papers matching any child (sorted, at least two, none an `Or`)."""
+
     children: tuple[Node, ...]
 
 
@@ -209,6 +215,7 @@ class _Token:
 
 
 _FIELDS = {"cat", "au", "ti", "abs"}
+_SMART_QUOTES = str.maketrans(dict.fromkeys("“”„‟«»″", '"'))
 _FIELD_RE = re.compile(r"([A-Za-z]+):")
 _BREAKS = frozenset('()"')
 
@@ -260,6 +267,12 @@ def _tokenize(query: str) -> list[_Token]:
                 value, end = _read_quoted(query, end)
                 quoted = True
             if not value and not quoted:
+                if end < len(query) and query[end] == "(":
+                    raise QueryError(
+                        _("'{field}:' applies to one word or a \"quoted phrase\", "
+                          "not to parentheses (column {column})"),
+                        column, field=field.group(1),
+                    )
                 raise QueryError(_("nothing after '{field}:' at column {column}"), column,
                                  field=field.group(1))
             tokens.append(_Token("field", value, column, field=name, quoted=quoted))
@@ -417,14 +430,23 @@ def _text(field: TextField, value: str, column: int, quoted: bool) -> Node:
     return Text(field, tuple(found), prefix)
 
 
-def parse(query: str) -> Node:
-    """Parse a `/follow` query into its normalised AST, or raise `QueryError`."""
-    if len(query) > MAX_QUERY_LENGTH:
-        raise QueryError(_("query is longer than {maximum} characters"), MAX_QUERY_LENGTH + 1,
-                         maximum=MAX_QUERY_LENGTH)
+def parse(query: str, *, max_length: int | None = MAX_QUERY_LENGTH) -> Node:
+    """Parse a `/follow` query into its normalised AST, or raise `QueryError`.
+
+    A canonical text may be longer than what the user typed (`cs.LG` becomes `cat:cs.LG`), so
+    stored queries are re-read with `max_length=None`.
+    """
+    if max_length is not None and len(query) > max_length:
+        raise QueryError(_("query is longer than {maximum} characters"), max_length + 1,
+                         maximum=max_length)
+    return _parse(query)
+
+
+def _parse(query: str) -> Node:
     if not query.strip():
         raise QueryError(_("empty query"), 1)
-    node = _Parser(query).parse()
+    # Phones turn typed quotes into curly ones; one character for one keeps the columns right.
+    node = _Parser(query.translate(_SMART_QUOTES)).parse()
     if not is_anchored(node):
         raise QueryError(
             _("this query would match nearly every paper, because it only excludes; "

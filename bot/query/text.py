@@ -10,29 +10,23 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
+from functools import cache
 
 # A word is a run of letters and digits; `_` counts as punctuation (LaTeX subscripts).
 _WORD_RE = re.compile(r"[^\W_]+")
 _NAME_TOKEN_RE = re.compile(r"([^\W_]+)(\.)?")
 
-# Accent commands spelled with a symbol: \"u, \"{u}, \'{e}; the letter may follow directly.
-_SYMBOL_ACCENT_RE = re.compile(r"\\([\"'`^~=.])\s*(?:\{\s*([A-Za-z])\s*\}|([A-Za-z]))")
-# Accent commands spelled with a letter need braces, else `\v{S}` would be confused with `\vec`.
-_LETTER_ACCENT_RE = re.compile(r"\\([vuHckrbd])\s*\{\s*([A-Za-z])\s*\}")
-_COMBINING = {
-    '"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303", "=": "\u0304",
-    ".": "\u0307", "v": "\u030c", "u": "\u0306", "H": "\u030b", "c": "\u0327", "k": "\u0328",
-    "r": "\u030a", "b": "\u0331", "d": "\u0323",
-}
-_SPECIAL_LETTER_RE = re.compile(r"\\(ss|ae|AE|oe|OE|aa|AA|i|j|l|L|o|O)(?![A-Za-z])\s*(?:\{\s*\})?")
-_SPECIAL_LETTERS = {
-    "ss": "ss", "ae": "ae", "AE": "AE", "oe": "oe", "OE": "OE", "aa": "å", "AA": "Å",
-    "i": "i", "j": "j", "l": "l", "L": "L", "o": "o", "O": "O",
-}
-_MACRO_RE = re.compile(r"\\([A-Za-z]+)")
-_ESCAPED_RE = re.compile(r"\\(.)", re.DOTALL)
+# One pass over LaTeX: a control word (`\alpha`, `\l`, `\v`) is a maximal run of letters and
+# eats the spaces after it, as in TeX; any other backslash escapes one character (`\"`, `\%`).
+_LATEX_RE = re.compile(r"\\(?:([A-Za-z]+)\s*|(.))", re.DOTALL)
+# Accents are dropped by folding anyway, so accent commands simply vanish: `M\"{u}ller`.
+_ACCENT_MACROS = frozenset("vuHckrbdt")
+_SPECIAL_LETTERS = {"ss": "ss", "ae": "ae", "AE": "AE", "oe": "oe", "OE": "OE", "aa": "a",
+                    "AA": "A", "i": "i", "j": "j", "l": "l", "L": "L", "o": "o", "O": "O"}
+_KEPT_ESCAPES = frozenset("%&$_#{}")
 # Formatting and reference macros carry no words of their own; other macro names (\alpha, \log,
 # \infty) are kept as words because they are what a reader would search for.
 _SILENT_MACROS = frozenset(
@@ -80,26 +74,43 @@ _VAR_GREEK = {"varepsilon": "epsilon", "vartheta": "theta", "varphi": "phi", "va
               "varpi": "pi", "varsigma": "sigma", "varkappa": "kappa"}
 
 
-def _accent(match: re.Match[str]) -> str:
-    letter = next(group for group in match.groups()[1:] if group)
-    return letter + _COMBINING[match.group(1)]
-
-
-def _macro(match: re.Match[str]) -> str:
+def _latex(match: re.Match[str]) -> str:
     name = match.group(1)
+    if name is None:
+        char = match.group(2)
+        if char in _KEPT_ESCAPES:
+            return char
+        return "" if char in "\"'`^~=." else " "  # an accent vanishes, `\\` or `\,` is a space
+    if name in _SPECIAL_LETTERS:
+        return _SPECIAL_LETTERS[name]
+    if name in _ACCENT_MACROS:
+        return ""
     if name in _SILENT_MACROS:
         return " "
     return f" {_VAR_GREEK.get(name, name)} "
 
 
 def _decode_latex(text: str) -> str:
-    text = _SPECIAL_LETTER_RE.sub(lambda m: _SPECIAL_LETTERS[m.group(1)], text)
-    text = _SYMBOL_ACCENT_RE.sub(_accent, text)
-    text = _LETTER_ACCENT_RE.sub(_accent, text)
-    text = _MACRO_RE.sub(_macro, text)
-    text = _ESCAPED_RE.sub(lambda m: " " if m.group(1).isspace() else m.group(1), text)
+    text = _LATEX_RE.sub(_latex, text)
     # Braces group letters inside one word (`Przemys{\l}aw`), so they vanish without a break.
     return text.replace("{", "").replace("}", "")
+
+
+@cache
+def _combining_marks() -> re.Pattern[str]:
+    """A pattern for every combining mark, built on first use (it scans all of Unicode once)."""
+    ranges: list[str] = []
+    start = previous = -2
+    for code in range(sys.maxunicode + 1):
+        if not unicodedata.combining(chr(code)):
+            continue
+        if code != previous + 1:
+            if start >= 0:
+                ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(previous))}")
+            start = code
+        previous = code
+    ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(previous))}")
+    return re.compile(f"[{''.join(ranges)}]+")
 
 
 def fold(text: str) -> str:
@@ -108,8 +119,10 @@ def fold(text: str) -> str:
         text = _decode_latex(text)
     if "&" in text:
         text = html.unescape(text)
+    if text.isascii():
+        return text.lower()  # most abstracts: nothing to decompose, and casefold is lower
     text = unicodedata.normalize("NFKD", text.translate(_TRANSLATE))
-    text = "".join(char for char in text if not unicodedata.combining(char)).casefold()
+    text = _combining_marks().sub("", text).casefold()
     # Case folding and compatibility forms can expose new foldable letters; one more pass settles.
     return unicodedata.normalize("NFKD", text.translate(_TRANSLATE))
 
@@ -157,7 +170,8 @@ class PersonName:
         """The last word of the surname: every matching pair of names shares it."""
         return self.surname[-1]
 
-    def _leading(self) -> tuple[NamePart, ...]:
+    def leading(self) -> tuple[NamePart, ...]:
+        """Every name part before the surname's last word (given names, then particles)."""
         return self.given + tuple(NamePart(word) for word in self.surname[:-1])
 
     def matches(self, author: PersonName) -> bool:
@@ -172,11 +186,11 @@ class PersonName:
         """
         if self.key != author.key:
             return False
-        wanted = self._leading()
+        wanted = self.leading()
         if not wanted:
             return True
         position = 0
-        available = author._leading()
+        available = author.leading()
         for part in wanted:
             while position < len(available) and not part.agrees(available[position]):
                 position += 1
