@@ -10,11 +10,13 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import aiosqlite
 
 from bot.arxiv.client import ArxivClient
-from bot.arxiv.feeds import ArxivError, HTTPStatusError
+from bot.arxiv.feeds import ArxivError, HTTPStatusError, RssFeed
 from bot.arxiv.plan import build_feed_plan
 from bot.clock import Clock
 from bot.config import Settings
@@ -24,6 +26,11 @@ from bot.storage.outbox import Alert
 from bot.subscriptions import SubscriptionService
 
 log = logging.getLogger(__name__)
+
+# arXiv's feeds turn over at midnight in New York; <skipDays> names the days they stay empty.
+_ARXIV_ZONE = ZoneInfo("America/New_York")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_TURNOVER_GRACE = 2 * 3600.0  # the new day's feed may appear a little late
 
 
 class _DryRunRollback(Exception):
@@ -87,6 +94,8 @@ class Pipeline:
                 self._settings.arxiv_archives, self._subscriptions.followed_sources(),
                 rss_url=self._settings.arxiv_rss_url,
             )
+            if not dry_run:
+                await self._store.sources.forget_others(plan.urls)
             for url in plan.urls:
                 report.sources.append(await self._poll_source(url, report, dry_run))
             report.seconds = time.monotonic() - started
@@ -125,11 +134,21 @@ class Pipeline:
 
         feed = fetched.feed
         now = self._clock.now()
+        if not feed.papers and not _empty_is_expected(feed, now):
+            # Nothing parsed, nothing seen; the last good feed's validators stay, so the next
+            # poll asks again in full.
+            error = f"empty feed on an announcement day (not one of its skipDays) ({url})"
+            if not dry_run:
+                await store.sources.record_failure(url, now, error, result.status)
+            log.warning("feed %s is suspiciously empty", url)
+            return SourceReport(url, "error", error=error, seconds=time.monotonic() - started)
         changes: list[PaperChange] = []
         alerts: list[Alert] = []
         try:
             async with store.db.transaction() as conn:
                 changes = await store.papers.upsert_in(conn, feed.papers, now)
+                if dry_run:
+                    changes = _seen_earlier_in_poll(changes, report)
                 alerts = await self._alerts_for(conn, changes)
                 await store.outbox.enqueue_in(conn, alerts, now)
                 if dry_run:
@@ -140,8 +159,8 @@ class Pipeline:
         report.alerts.extend(alerts)
         empty = not feed.papers
         if not dry_run:
-            # An empty feed (a weekend, or arXiv having a bad moment) keeps no validators,
-            # so the next poll fetches the whole feed again rather than trusting a 304.
+            # An empty weekend feed keeps no validators, so the next poll fetches the whole
+            # feed again rather than trusting a 304.
             await store.sources.record_success(
                 url, now, result.status, len(feed.papers),
                 None if empty else result.etag, None if empty else result.last_modified,
@@ -192,6 +211,24 @@ class Pipeline:
         return list(by_key.values())
 
 
+def _empty_is_expected(feed: RssFeed, now: float) -> bool:
+    """True when it is (or just was) one of the feed's skipDays in New York: a weekend."""
+    skip = {day.lower() for day in feed.skip_days}
+    return any(_WEEKDAYS[datetime.fromtimestamp(t, _ARXIV_ZONE).weekday()] in skip
+               for t in (now, now - _TURNOVER_GRACE))
+
+
+def _seen_earlier_in_poll(changes: list[PaperChange], report: PollReport) -> list[PaperChange]:
+    """A dry run rolls back each source's upsert, so a paper that an earlier feed of the same
+    poll listed (a cross-list) looks unknown again; a real poll would find it already seen."""
+    fresh = {c.paper.arxiv_id: c.paper.version for c in report.changes if c.status != "seen"}
+    return [
+        PaperChange(c.paper, "seen", None)
+        if c.status != "seen" and fresh.get(c.paper.arxiv_id, 0) >= c.paper.version else c
+        for c in changes
+    ]
+
+
 def format_dry_run(report: PollReport, chat_titles: dict[int, str]) -> str:
     """The operator's view of a dry run: per source, then per chat what would be sent."""
     lines = [f"poll: {len(report.sources)} source(s), {report.count('new')} new, "
@@ -210,9 +247,10 @@ def format_dry_run(report: PollReport, chat_titles: dict[int, str]) -> str:
         lines.append("no chat would receive anything")
     for chat_id in sorted(by_chat):
         alerts = by_chat[chat_id]
-        title = chat_titles.get(chat_id) or ""
+        title = chat_titles.get(chat_id)
+        name = f"chat {chat_id} {title}" if title else f"chat {chat_id}"
         mode = " (as a digest)" if len(alerts) > 10 else ""
-        lines.append(f"chat {chat_id} {title}: {len(alerts)} alert(s){mode}".rstrip())
+        lines.append(f"{name}: {len(alerts)} alert(s){mode}")
         for alert in alerts:
             paper = papers.get(alert.arxiv_id)
             label = "revision" if alert.kind == "revision" else "new"

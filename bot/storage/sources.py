@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from bot.storage.db import Database
@@ -87,3 +88,10 @@ class SourceRepository:
             """,
             (url, now, error[:500], status),
         )
+
+    async def forget_others(self, urls: Collection[str]) -> int:
+        """Delete the records of feed URLs the plan no longer has (follows changed the URLs),
+        which /stats and /status would otherwise show as scans that stopped days ago."""
+        marks = ",".join("?" * len(urls))
+        return await self._db.execute(f"DELETE FROM sources WHERE url NOT IN ({marks})",
+                                      tuple(urls))
