@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import feedparser
@@ -201,6 +202,7 @@ def split_authors(creator: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+@lru_cache(maxsize=8192)  # the same authors recur across a feed and across days
 def detex_name(name: str) -> str:
     """Turn TeX accents in a name (`Przemys{\\l}aw`, `G\\"unter`) into Unicode; else keep it."""
     if "\\" not in name and "{" not in name:
