@@ -27,6 +27,8 @@ from bot.subscriptions import SubscriptionService
 
 log = logging.getLogger(__name__)
 
+MAX_DETAIL_LOOKUPS = 300  # three API requests a poll at the most
+
 # arXiv's feeds turn over at midnight in New York; <skipDays> names the days they stay empty.
 _ARXIV_ZONE = ZoneInfo("America/New_York")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -98,6 +100,8 @@ class Pipeline:
                 await self._store.sources.forget_others(plan.urls)
             for url in plan.urls:
                 report.sources.append(await self._poll_source(url, report, dry_run))
+            if not dry_run:
+                await self._fetch_revision_details(report)
             report.seconds = time.monotonic() - started
             for source in report.sources:
                 log.info(
@@ -173,6 +177,29 @@ class Pipeline:
             seen=sum(c.status == "seen" for c in changes),
             alerts=len(alerts), seconds=time.monotonic() - started,
         )
+
+    async def _fetch_revision_details(self, report: PollReport) -> None:
+        """Fetch from the API what the feeds lack (comments, journal refs) for the revisions
+        about to be announced, and for the versions they replace, so an alert can say
+        "Comment added: Accepted at …". Best effort: a failure only makes the diff poorer.
+        """
+        wanted: dict[str, None] = {}
+        for alert in report.alerts:
+            if alert.kind != "revision":
+                continue
+            wanted[f"{alert.arxiv_id}v{alert.version}"] = None
+            previous = await self._store.papers.previous_version(alert.arxiv_id, alert.version)
+            if previous is not None and previous.comment is None:
+                wanted[f"{previous.arxiv_id}v{previous.version}"] = None
+        if not wanted:
+            return
+        ids = list(wanted)[:MAX_DETAIL_LOOKUPS]
+        try:
+            papers = await self._arxiv.lookup_ids(ids)
+        except ArxivError as exc:
+            log.warning("could not fetch details of %d revised papers: %s", len(ids), exc)
+            return
+        await self._store.papers.record_details(papers)
 
     async def _alerts_for(
         self, conn: aiosqlite.Connection, changes: Sequence[PaperChange]

@@ -262,6 +262,23 @@ class PaperRepository:
     async def count(self) -> int:
         return int(await self._db.fetchval("SELECT COUNT(*) FROM papers"))
 
+    async def record_details(self, papers: Sequence[Paper]) -> None:
+        """Store what the API says of known versions: comment, journal ref and DOI.
+
+        The feeds carry no comments, so the API's word on a version's comment stands.
+        """
+        async with self._db.transaction() as conn:
+            await conn.executemany(
+                "UPDATE paper_versions SET comment = ?, journal_ref = COALESCE(?, journal_ref), "
+                "doi = COALESCE(?, doi) WHERE arxiv_id = ? AND version = ?",
+                [(p.comment, p.journal_ref, p.doi, p.arxiv_id, p.version) for p in papers],
+            )
+            await conn.executemany(
+                "UPDATE papers SET comment = ?, journal_ref = COALESCE(?, journal_ref), "
+                "doi = COALESCE(?, doi) WHERE arxiv_id = ? AND latest_version = ?",
+                [(p.comment, p.journal_ref, p.doi, p.arxiv_id, p.version) for p in papers],
+            )
+
     async def prune(self, before: float) -> int:
         """Forget papers unchanged since `before` that no chat saved or still waits for.
 
