@@ -4,19 +4,40 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
-OVERALL_PER_SECOND = 29.5  # a hair under Telegram's 30/s so a rolling second never sees 31
+OVERALL_PER_SECOND = 30  # Telegram's overall limit, counted over any rolling second
 PRIVATE_CHAT_INTERVAL = 1.0
 GROUP_CHAT_INTERVAL = 3.0  # 20 messages a minute
+# Telegram counts a message somewhere between our request leaving and its answer arriving; a
+# little slack on top absorbs clock granularity on either side.
+SAFETY_MARGIN = 0.01
+# Sends are spread a little tighter than 1/rate apart, so time lost to a late wake-up (a busy
+# event loop) is made up within the same second; the window rule alone enforces the limit.
+SPACING = 0.93
+
+
+@dataclass(eq=False, slots=True)
+class _Send:
+    """One paced send: when it was let go and when Telegram's answer came back."""
+
+    released: float
+    done: float | None = None
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Pacer:
-    """Spaces sends evenly: one global slot every 1/rate s, and per-chat minimum intervals
-    (groups and channels, which have negative ids, get the longer group interval).
+    """Spaces sends so that Telegram never counts more than `rate` in one second, nor more than
+    one per chat interval (groups and channels, which have negative ids, get the longer one).
 
-    Evenly spaced slots (rather than a bucket that allows a burst) keep every rolling second
-    at or under the rate, which is what Telegram counts.
+    The limits are measured from when the answer to an earlier send came back, not from when that
+    send was let go: Telegram counted it somewhere in between, and how long that took (a cold
+    connection, a busy event loop) must not let two counted sends come closer than allowed. So
+    the `rate`-th send before this one must have been answered over a second ago; within that,
+    sends are spread evenly rather than in a burst.
     """
 
     def __init__(
@@ -27,30 +48,60 @@ class Pacer:
         *,
         private_interval: float = PRIVATE_CHAT_INTERVAL,
         group_interval: float = GROUP_CHAT_INTERVAL,
+        margin: float = SAFETY_MARGIN,
     ) -> None:
-        self._gap = 1.0 / rate
+        self._gap = SPACING / rate
+        self._window = 1.0 + margin
+        self._margin = margin
+        self._recent: deque[_Send] = deque(maxlen=max(1, int(rate)))
         self._private_interval = private_interval
         self._group_interval = group_interval
         self._monotonic = monotonic
         self._sleep = sleep
         self._lock = asyncio.Lock()
-        self._next_global = 0.0
+        self._last = float("-inf")
+        self._paused_until = float("-inf")
         self._next_chat: dict[int, float] = {}
 
-    async def wait_turn(self, chat_id: int) -> None:
-        """Wait until both the chat and the global rate allow one more message."""
-        chat_ready = self._next_chat.get(chat_id, 0.0)
-        delay = chat_ready - self._monotonic()
+    @asynccontextmanager
+    async def turn(self, chat_id: int) -> AsyncIterator[None]:
+        """Wait until the chat and the overall rate allow one more message; send it inside."""
+        delay = self._next_chat.get(chat_id, 0.0) - self._monotonic()
         if delay > 0:
             await self._sleep(delay)
+        send = await self._release()
+        try:
+            yield
+        finally:
+            send.done = self._monotonic()
+            send.finished.set()
+            interval = self._group_interval if chat_id < 0 else self._private_interval
+            self._next_chat[chat_id] = max(self._next_chat.get(chat_id, 0.0),
+                                           send.done + interval + self._margin)
+
+    async def _release(self) -> _Send:
+        # Waiters queue on the lock in arrival order; the holder waits until its turn.
         async with self._lock:
-            now = self._monotonic()
-            slot = max(now, self._next_global)
-            self._next_global = slot + self._gap
-        if slot > now:
-            await self._sleep(slot - now)
-        interval = self._group_interval if chat_id < 0 else self._private_interval
-        self._next_chat[chat_id] = self._monotonic() + interval
+            turn = None
+            while True:
+                oldest = self._recent[0] if len(self._recent) == self._recent.maxlen else None
+                if oldest is not None and oldest.done is None:
+                    await oldest.finished.wait()  # still in flight: not yet known when counted
+                    continue
+                now = self._monotonic()
+                due = max(self._last + self._gap, self._paused_until)
+                if oldest is not None and oldest.done is not None:
+                    due = max(due, oldest.done + self._window)
+                if due <= now:
+                    break
+                turn = due
+                await self._sleep(due - now)
+            send = _Send(now)
+            self._recent.append(send)
+            # After a wake-up the spacing counts from the turn, not from the (maybe late) wake-up,
+            # so lateness does not add up; the window rule keeps any catching up within limits.
+            self._last = now if turn is None else max(turn, now - self._gap)
+            return send
 
     def pause_chat(self, chat_id: int, seconds: float) -> None:
         """After a 429 for this chat: nothing more to it for `seconds`."""
@@ -60,7 +111,7 @@ class Pacer:
 
     def pause_all(self, seconds: float) -> None:
         """After a global flood-wait: nothing to anyone for `seconds`."""
-        self._next_global = max(self._next_global, self._monotonic() + seconds)
+        self._paused_until = max(self._paused_until, self._monotonic() + seconds)
 
     def forget_idle(self) -> None:
         """Drop per-chat entries whose interval has passed (keeps memory flat over months)."""

@@ -6,6 +6,7 @@ import asyncio
 import html
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -89,12 +90,16 @@ class Sender:
     """Sends pending outbox rows; a row is marked sent only after Telegram accepted it."""
 
     def __init__(self, bot: Bot, storage: Storage, clock: Clock, pacer: Pacer | None = None,
-                 sleep=asyncio.sleep) -> None:
+                 sleep=asyncio.sleep, *,
+                 on_migrated: Callable[[int, int], Awaitable[object]] | None = None) -> None:
+        """`on_migrated(old_id, new_id)` runs after a group moved to a supergroup id, for
+        whatever keeps chat ids in memory (the subscription matcher)."""
         self._bot = bot
         self._store = storage
         self._clock = clock
         self._pacer = pacer or Pacer()
         self._sleep = sleep
+        self._on_migrated = on_migrated
         self._lock = asyncio.Lock()
 
     @property
@@ -229,6 +234,8 @@ class Sender:
                 case Migrated(new_chat_id):
                     log.info("chat %s migrated to %s", chat.id, new_chat_id)
                     await self._store.chats.migrate_id(chat.id, new_chat_id)
+                    if self._on_migrated is not None:
+                        await self._on_migrated(chat.id, new_chat_id)
                     return False  # the next drain sends to the new id
         return True
 
@@ -238,12 +245,12 @@ class Sender:
         plain_retry_used = False
         waits = 0
         while True:
-            await self._pacer.wait_turn(chat_id)
             try:
-                message = await self._bot.send_message(
-                    chat_id, text, parse_mode=parse_mode, reply_markup=markup,
-                    link_preview_options=NO_PREVIEW,
-                )
+                async with self._pacer.turn(chat_id):
+                    message = await self._bot.send_message(
+                        chat_id, text, parse_mode=parse_mode, reply_markup=markup,
+                        link_preview_options=NO_PREVIEW,
+                    )
                 return Sent(message.message_id)
             except RetryAfter as exc:
                 waits += 1
