@@ -71,7 +71,8 @@ async def _post_init(application: Application) -> None:
         rss_url=settings.arxiv_rss_url, api_url=settings.arxiv_api_url,
         contact=settings.contact, min_interval=settings.arxiv_min_interval_seconds,
     )
-    services.sender = Sender(application.bot, services.storage, services.clock, services.pacer)
+    services.sender = Sender(application.bot, services.storage, services.clock, services.pacer,
+                             on_migrated=services.subscriptions.chat_migrated)
     services.pipeline = Pipeline(settings, services.storage, services.arxiv,
                                  services.subscriptions, services.clock)
     for language in SUPPORTED_LANGUAGES:

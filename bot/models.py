@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class AnnounceType(StrEnum):
@@ -106,10 +107,13 @@ class Subscription:
     number: int = 0  # position shown to the chat in /list (1-based)
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
-    """One paper matched for one chat, with the subscriptions that matched it."""
+class Match(NamedTuple):
+    """One paper matched for one chat, with the subscriptions that matched it.
+
+    A named tuple rather than a dataclass: a poll builds one per (paper, chat) alert, hundreds of
+    thousands at scale, and a tuple is built several times faster.
+    """
 
     chat_id: int
     paper: Paper
-    subscription_ids: tuple[int, ...] = field(default=())
+    subscription_ids: tuple[int, ...] = ()

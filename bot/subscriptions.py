@@ -34,15 +34,19 @@ class SubscriptionService:
         self._clock = clock
         self.matcher = Matcher()
         self._queries: dict[int, tuple[str, Node]] = {}  # sub id -> (canonical text, AST)
+        self._chats: dict[int, int] = {}  # sub id -> chat id
 
     async def load(self) -> int:
         """Compile every stored subscription into the matcher (at start-up)."""
         entries = []
+        self._queries.clear()
+        self._chats.clear()
         for sub in await self._store.subscriptions.all():
             try:
                 node = parse(sub.query, max_length=None)  # canonical text may exceed 300
                 entries.append((sub.id, sub.chat_id, node))
                 self._queries[sub.id] = (sub.query, node)
+                self._chats[sub.id] = sub.chat_id
             except QueryError as exc:  # a query stored by an older grammar; keep running
                 log.warning("subscription %s no longer parses (%s); skipped", sub.id, exc)
         self.matcher = Matcher.build(entries)
@@ -61,6 +65,7 @@ class SubscriptionService:
             return FollowResult(result.status, result.subscription)
         self.matcher.add(result.subscription.id, chat_id, node)
         self._queries[result.subscription.id] = (query, node)
+        self._chats[result.subscription.id] = chat_id
         return FollowResult("added", result.subscription, await self._preview(node))
 
     async def _preview(self, node) -> int:
@@ -87,6 +92,7 @@ class SubscriptionService:
         if await self._store.subscriptions.remove(chat_id, sub_id):
             self.matcher.remove(sub_id)
             self._queries.pop(sub_id, None)
+            self._chats.pop(sub_id, None)
             return sub
         return None
 
@@ -96,10 +102,23 @@ class SubscriptionService:
         for sub in subs:
             self.matcher.remove(sub.id)
             self._queries.pop(sub.id, None)
+            self._chats.pop(sub.id, None)
         return removed
 
     async def for_chat(self, chat_id: int) -> list[Subscription]:
         return await self._store.subscriptions.for_chat(chat_id)
+
+    async def chat_migrated(self, old_id: int, new_id: int) -> None:
+        """A group became a supergroup: its subscriptions now belong to the new id."""
+        for sub_id in [s for s, chat in self._chats.items() if chat in (old_id, new_id)]:
+            self.matcher.remove(sub_id)
+            self._queries.pop(sub_id, None)
+            self._chats.pop(sub_id, None)
+        for sub in await self._store.subscriptions.for_chat(new_id):
+            node = parse(sub.query, max_length=None)
+            self.matcher.add(sub.id, new_id, node)
+            self._queries[sub.id] = (sub.query, node)
+            self._chats[sub.id] = new_id
 
     def query_text(self, sub_id: int) -> str | None:
         """The canonical text of a live subscription (shown as "matched: …")."""

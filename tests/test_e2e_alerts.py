@@ -302,6 +302,54 @@ async def test_a_group_that_became_a_supergroup_gets_its_alerts_at_the_new_id(
                if c.params["chat_id"] == group and c.status == 400]
     assert len(refused) == 1, "the old id is tried once, not again"
 
+    # The next day's matches go to the new id too: the live matcher moved with the chat.
+    harness.serve_feed([make_paper(2)], announce_date=DAY2)
+    await harness.poll()
+    assert ids_in(alerts(harness, supergroup)) == ["2611.10001v1", "2611.10002v1"]
+
+
+async def test_a_migration_onto_a_supergroup_that_wrote_first_merges_the_two(
+    harness: Harness,
+) -> None:
+    group, supergroup = -4002, -1_000_000_004_002
+    harness.tg.set_admins(group, {4242})
+    harness.tg.set_admins(supergroup, {4242})
+    await follow(harness, group, "cs.LG", title="Lab group")
+    await harness.ask(group, "/tz Europe/Berlin", title="Lab group")
+    await follow(harness, supergroup, "au:Yoneki", title="Lab group")  # wrote there first
+    harness.tg.migrate_chat(group, supergroup)
+    harness.serve_feed([make_paper(1)], announce_date=DAY1)
+
+    await harness.poll()
+    await harness.drain()
+
+    assert ids_in(alerts(harness, supergroup)) == ["2611.10001v1"]
+    store = harness.services.storage
+    assert await store.chats.get(group) is None
+    merged = await store.chats.get(supergroup)
+    assert merged is not None and merged.timezone == "Europe/Berlin"
+    assert sorted(s.query for s in await store.subscriptions.for_chat(supergroup)) == [
+        "au:yoneki", "cat:cs.LG"]
+    harness.serve_feed([make_paper(2, categories=("math.AG",))], announce_date=DAY2)
+    await harness.poll()
+    assert ids_in(alerts(harness, supergroup)) == ["2611.10001v1", "2611.10002v1"]
+
+
+async def test_blocking_the_bot_keeps_the_chat_inactive(harness: Harness) -> None:
+    await follow(harness, YONEKI_FAN, "au:Yoneki")
+    harness.tg.my_chat_member(YONEKI_FAN, "kicked", old_status="member")
+    await harness.settle()
+    chat = await harness.services.storage.chats.get(YONEKI_FAN)
+    assert chat is not None and not chat.active, "a block is news, not a sign of life"
+    harness.serve_feed([make_paper(1)], announce_date=DAY1)
+    await harness.poll()
+    assert alerts(harness, YONEKI_FAN) == []
+    assert (await harness.services.storage.outbox.counts())["held"] == 1
+    harness.tg.my_chat_member(YONEKI_FAN, "member", old_status="kicked")
+    await harness.settle()
+    await harness.drain()
+    assert ids_in(alerts(harness, YONEKI_FAN)) == ["2611.10001v1"]
+
 
 async def test_an_entity_error_is_retried_once_as_plain_text(harness: Harness) -> None:
     await follow(harness, LAB, "cs.LG")

@@ -24,6 +24,16 @@ async def record_chat(update: Update, context: BotContext) -> None:
     chat = update.effective_chat
     if chat is None:
         return
+    membership = update.my_chat_member
+    if membership is not None and membership.new_chat_member.status in (
+        ChatMemberStatus.BANNED, ChatMemberStatus.LEFT
+    ):
+        # Blocked, or removed from the group: that is no sign of life. Hold its alerts.
+        await context.store.chats.mark_inactive(chat.id, "the bot was blocked or removed",
+                                                context.now())
+        await context.store.outbox.hold_chat(chat.id, "the bot was blocked or removed")
+        context.chat_data["record"] = await context.store.chats.get(chat.id)
+        return
     user = update.effective_user
     language = language_from_telegram(user.language_code if user else None)
     title = chat.title or (user.full_name if user else None)

@@ -2,17 +2,22 @@
 
 `evaluate` is the reference semantics: one query, one paper. `Matcher` holds every subscription
 and files each under a few anchor keys (a category, an archive, an author's surname or initial
-and surname, a word of the title or abstract, a prefix), keys of which every matching paper has
-at least one. A paper then looks up only its own keys: most subscriptions are decided by those
-set operations alone, and the few that are not are evaluated on the paper's precomputed
-features.
+and surname, a word or a pair of adjacent words of the title or abstract, a prefix), keys of
+which every matching paper has at least one. A paper then looks up only its own keys: most
+subscriptions (a lone category, author, word or phrase, and their ORs) are decided by those
+lookups alone, the rest by a check of a few more keys or, rarely, by evaluating the query on
+the paper's precomputed features.
 """
 
 from __future__ import annotations
 
+import gc
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import pairwise
 
 from bot.models import Match, Paper
 from bot.query.parser import (
@@ -44,11 +49,17 @@ def _name_keys(authors: Iterable[PersonName]) -> dict[str, frozenset[str]]:
     return {"u1": frozenset(first_letters), "uf": frozenset(full), "ua": frozenset(abbreviated)}
 
 
+def _pairs(tokens: list[str]) -> frozenset[str]:
+    """Adjacent words as "graph neural": a two-word phrase is then one set lookup."""
+    return frozenset(map(" ".join, pairwise(tokens)))
+
+
 class PaperFeatures:
     """A paper's normalised words, authors and categories, computed once per paper."""
 
-    __slots__ = ("_positions", "_sorted", "abstract", "abstract_set", "archives", "author_keys",
-                 "authors", "categories", "name_keys", "title", "title_set", "word_set")
+    __slots__ = ("_pairs", "_positions", "_sorted", "abstract", "abstract_set", "archives",
+                 "author_keys", "authors", "categories", "name_keys", "title", "title_set",
+                 "word_set")
 
     def __init__(self, paper: Paper) -> None:
         self.title = words(paper.title)
@@ -63,6 +74,14 @@ class PaperFeatures:
         self.archives = frozenset(archive_of(c) for c in paper.categories)
         self._positions: dict[tuple[bool, str], list[int]] = {}
         self._sorted: dict[bool, list[str]] = {}
+        self._pairs: dict[bool, frozenset[str]] = {}
+
+    def pairs(self, in_title: bool) -> frozenset[str]:
+        """The title's (or abstract's) adjacent word pairs, "graph neural"."""
+        found = self._pairs.get(in_title)
+        if found is None:
+            found = self._pairs[in_title] = _pairs(self.title if in_title else self.abstract)
+        return found
 
     def _starts(self, in_title: bool, word: str) -> list[int]:
         key = (in_title, word)
@@ -90,6 +109,8 @@ class PaperFeatures:
             return False
         if len(phrase) == 1:
             return not prefix or self._has_prefix(in_title, phrase[0])
+        if not prefix and len(phrase) == 2:
+            return " ".join(phrase) in self.pairs(in_title)
         size = len(phrase)
         for start in self._starts(in_title, phrase[0]):
             window = tokens[start:start + size]
@@ -119,21 +140,22 @@ class PaperFeatures:
 
 def evaluate_features(node: Node, features: PaperFeatures) -> bool:
     """Evaluate a query against a paper's precomputed features."""
-    match node:
-        case Category(name):
-            return name in features.categories
-        case Archive(name):
-            return name in features.archives
-        case Author(name):
-            return features.has_author(name)
-        case Text():
-            return features.has_text(node)
-        case Not(child):
-            return not evaluate_features(child, features)
-        case And(children):
-            return all(evaluate_features(c, features) for c in children)
-        case Or(children):
-            return any(evaluate_features(c, features) for c in children)
+    # Dispatch on the exact type, commonest first: this runs for every candidate of every paper.
+    kind = type(node)
+    if kind is Text:
+        return features.has_text(node)
+    if kind is And:
+        return all(evaluate_features(child, features) for child in node.children)
+    if kind is Or:
+        return any(evaluate_features(child, features) for child in node.children)
+    if kind is Not:
+        return not evaluate_features(node.child, features)
+    if kind is Category:
+        return node.name in features.categories
+    if kind is Author:
+        return features.has_author(node.name)
+    if kind is Archive:
+        return node.name in features.archives
     raise TypeError(f"not a query node: {node!r}")
 
 
@@ -145,15 +167,16 @@ def evaluate(node: Node, paper: Paper) -> bool:
 # --- anchors -------------------------------------------------------------------------------
 
 # An anchor key is (kind, value): ("c", category), ("a", archive), ("u", surname), a word in
-# the title or abstract ("w"), the title ("t") or the abstract ("b"), or a prefix of such a word
-# ("pw", "pt", "pb").
+# the title or abstract ("w"), the title ("t") or the abstract ("b"), two adjacent words in
+# them ("w2", "t2", "b2"), or a prefix of such a word ("pw", "pt", "pb").
 AnchorKey = tuple[str, str]
 
 _WORD_KIND = {"any": "w", "ti": "t", "abs": "b"}
+_PAIR_KIND = {"any": "w2", "ti": "t2", "abs": "b2"}
 _PREFIX_KIND = {"any": "pw", "ti": "pt", "abs": "pb"}
 # Rough cost of an anchor (how many papers of a batch carry it), to pick the cheapest AND branch.
-_COST = {"u": 1.0, "u1": 0.5, "uf": 0.3, "ua": 0.3, "w": 3.0, "t": 1.5, "b": 3.0, "pw": 6.0,
-         "pt": 3.0, "pb": 6.0, "c": 20.0, "a": 60.0}
+_COST = {"u": 1.0, "u1": 0.5, "uf": 0.3, "ua": 0.3, "w": 3.0, "t": 1.5, "b": 3.0, "w2": 0.4,
+         "t2": 0.2, "b2": 0.4, "pw": 6.0, "pt": 3.0, "pb": 6.0, "c": 20.0, "a": 60.0}
 
 
 def _word_cost(kind: str, word: str) -> float:
@@ -168,6 +191,12 @@ def anchors(node: Node) -> frozenset[AnchorKey]:
     return options[0] if options is not None else frozenset()
 
 
+def _phrase_pairs(text_words: tuple[str, ...]) -> list[str]:
+    """A phrase's adjacent word pairs, longest (so likely rarest) first."""
+    pairs = {f"{a} {b}" for a, b in pairwise(text_words)}
+    return sorted(pairs, key=lambda pair: (-len(pair), pair))
+
+
 def _anchor_options(node: Node) -> tuple[frozenset[AnchorKey], float] | None:
     match node:
         case Category(name):
@@ -179,10 +208,13 @@ def _anchor_options(node: Node) -> tuple[frozenset[AnchorKey], float] | None:
             return (keys, _COST["uf"]) if keys else (frozenset({("u", name.key)}), _COST["u"])
         case Text(field, text_words, prefix):
             whole = text_words[:-1] if prefix else text_words
+            if len(whole) >= 2:
+                # The words of a phrase are adjacent in every paper it matches.
+                kind = _PAIR_KIND[field]
+                return frozenset({(kind, _phrase_pairs(whole)[0])}), _COST[kind]
             if whole:
-                best = max(whole, key=len)
                 kind = _WORD_KIND[field]
-                return frozenset({(kind, best)}), _word_cost(kind, best)
+                return frozenset({(kind, whole[0])}), _word_cost(kind, whole[0])
             kind = _PREFIX_KIND[field]
             return frozenset({(kind, text_words[-1])}), _COST[kind]
         case Not():
@@ -233,8 +265,9 @@ def _decidable(node: Node) -> bool:
             return True
         case Author(name):
             return bool(_author_keys(name))
-        case Text(_, text_words):
-            return len(text_words) == 1  # one word or prefix: exactly what its key records
+        case Text(_, text_words, prefix):
+            # One word, one prefix or two words in a row: exactly what its key records.
+            return len(text_words) == 1 or (len(text_words) == 2 and not prefix)
         case Or(children):
             return all(map(_decidable, children))
     return False
@@ -242,36 +275,37 @@ def _decidable(node: Node) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """How the index filters one subscription before (or instead of) evaluating it."""
+    """How the index decides one subscription: by its keys alone, or by checks after them."""
 
     chat_id: int
     node: Node
-    groups: tuple[frozenset[AnchorKey], ...]  # one or two: a match hits a key of each
-    exclude: frozenset[AnchorKey]  # a match hits none of these
-    decided: bool  # the groups and exclusions are the whole query: no evaluation needed
+    first: frozenset[AnchorKey]  # filed under these: a match hits one of them
+    second: frozenset[AnchorKey] = frozenset()  # if any, a match also hits one of these
+    exclude: frozenset[AnchorKey] = frozenset()  # a match hits none of these
     sure: frozenset[AnchorKey] = frozenset()  # hitting one of these is enough (OR branches)
+    decided: bool = True  # the keys are the whole query: no evaluation needed
 
-    def filed_under(self) -> Iterator[tuple[str, AnchorKey]]:
-        """Each (role, key) the subscription is indexed under."""
-        # Only the first group is indexed: checking the second on the few papers that pass the
-        # first is cheaper than collecting everything it hits (often a whole category).
-        role = "one" if len(self.groups) == 1 else "first"
-        for key in self.groups[0]:
-            yield role, key
-        for key in self.exclude:
-            yield "exclude", key
-        for key in self.sure:
-            yield "sure", key
+    @property
+    def direct(self) -> bool:
+        """Whether hitting a key of `first` is a match, with nothing else to check."""
+        return self.decided and not self.second and not self.exclude
+
+    def looked_at(self) -> Iterator[AnchorKey]:
+        """Every key the plan looks at."""
+        yield from self.first
+        yield from self.second
+        yield from self.exclude
+        yield from self.sure
 
 
 def _plan(chat_id: int, node: Node) -> _Plan:
     if _decidable(node):
-        return _Plan(chat_id, node, (anchors(node),), frozenset(), True)
+        return _Plan(chat_id, node, anchors(node))
     match node:
         case Or(children):
             # The OR's decidable branches settle a match on their own; the rest are evaluated.
             sure = frozenset().union(*(anchors(c) for c in children if _decidable(c)))
-            return _Plan(chat_id, node, (anchors(node),), frozenset(), False, sure)
+            return _Plan(chat_id, node, anchors(node), sure=sure, decided=False)
         case And(children):
             positive = [c for c in children if not isinstance(c, Not)]
             negative = [c.child for c in children if isinstance(c, Not)]
@@ -280,43 +314,83 @@ def _plan(chat_id: int, node: Node) -> _Plan:
             excluded = [anchors(c) for c in negative if _decidable(c)]
             decided = (len(positive) <= 2 and all(map(_decidable, positive))
                        and len(excluded) == len(negative))
-            return _Plan(chat_id, node, tuple(o[0] for o in options[:2]),
-                         frozenset().union(*excluded), decided)
+            # Only the cheapest group is indexed: checking a second on the few papers that pass
+            # the first is cheaper than collecting everything it hits (often a whole category).
+            second = options[1][0] if len(options) > 1 else frozenset()
+            return _Plan(chat_id, node, options[0][0], second, frozenset().union(*excluded),
+                         decided=decided)
         case Text(field, text_words, prefix):
-            # A phrase needs two of its words: a far tighter filter than one.
-            whole = sorted(set(text_words[:-1] if prefix else text_words), key=len, reverse=True)
-            if len(whole) >= 2:
-                kind = _WORD_KIND[field]
-                return _Plan(chat_id, node, (frozenset({(kind, whole[0])}),
-                                             frozenset({(kind, whole[1])})), frozenset(), False)
-    return _Plan(chat_id, node, (anchors(node),), frozenset(), False)
+            # A longer phrase needs two of its word pairs: a far tighter filter than one.
+            pairs = _phrase_pairs(text_words[:-1] if prefix else text_words)
+            if len(pairs) >= 2:
+                kind = _PAIR_KIND[field]
+                return _Plan(chat_id, node, frozenset({(kind, pairs[0])}),
+                             frozenset({(kind, pairs[1])}), decided=False)
+    return _Plan(chat_id, node, anchors(node), decided=False)
 
 
-_Index = dict[str, dict[str, set[int]]]
+_Index = dict[str, dict[str, set[int]]]  # kind -> value -> subscription ids
+_NOTHING: frozenset[str] = frozenset()
+# Past this many distinct words, the cache of their prefixes starts afresh.
+_MAX_WORDS_SEEN = 200_000
+
+
+def _file(index: _Index, keys: Iterable[AnchorKey], sub_id: int) -> None:
+    for kind, value in keys:
+        index.setdefault(kind, {}).setdefault(value, set()).add(sub_id)
+
+
+def _unfile(index: _Index, keys: Iterable[AnchorKey], sub_id: int) -> None:
+    for kind, value in keys:
+        by_value = index[kind]
+        by_value[value].discard(sub_id)
+        if not by_value[value]:
+            del by_value[value]
+            if not by_value:
+                del index[kind]
+
+
+def _lookup(index: _Index, keys: dict[str, Collection[str]]) -> set[int]:
+    """The ids filed under any of a paper's keys."""
+    found: set[int] = set()
+    for kind, by_value in index.items():
+        # Intersecting with the dict's keys runs in C: most of a paper's words hit nothing.
+        hit = by_value.keys() & keys[kind]
+        if hit:
+            found.update(*map(by_value.__getitem__, hit))
+    return found
+
+
+def _has_any(keys: Iterable[AnchorKey], paper_keys: dict[str, Collection[str]]) -> bool:
+    return any(value in paper_keys[kind] for kind, value in keys)
 
 
 class Matcher:
     """All subscriptions, indexed by anchor keys, for matching batches of papers.
 
-    Each subscription is filed under one or two groups of keys (a matching paper hits a key of
-    each) and, for `NOT` parts, keys that rule a paper out. Categories, single words, prefixes
-    and their ORs, ANDs of two of those and their exclusions are decided by set operations
-    alone; anything else (phrases, authors, deeper nesting) is evaluated only if it passes.
+    A subscription whose keys decide it (a category, an archive, a common author name, a word,
+    a prefix, a two-word phrase, or an OR of those) is filed in the direct index: the union of
+    what a paper's keys find there is its matches, with no per-subscription work. The others
+    (ANDs, exclusions, longer phrases, unusual names, deeper nesting) are filed under their
+    rarest keys and, when a paper finds them, checked against a second group of keys and their
+    exclusions, and evaluated only if the keys cannot decide them.
     """
 
     def __init__(self) -> None:
         self._plans: dict[int, _Plan] = {}
         self._chat_of: dict[int, int] = {}
-        self._prefixes: dict[int, list[str]] = {}  # prefixes each subscription looks for
-        self._decided: set[int] = set()
-        # role ("one", "first", "exclude", "sure") -> kind -> value -> subscription ids
-        self._index: dict[str, _Index] = {
-            role: {kind: {} for kind in _COST}
-            for role in ("one", "first", "exclude", "sure")
-        }
-        # Registered prefixes by their first letters, with use counts: a paper's word finds its
-        # prefixes with one lookup (the parser guarantees at least MIN_PREFIX_LENGTH letters).
+        self._direct: _Index = {}
+        self._checked: _Index = {}
+        # How many subscriptions look at each kind of key: pairs and prefixes of a paper's words
+        # are only worth computing when someone looks for them.
+        self._kinds: Counter[str] = Counter()
+        # Registered prefixes by their first letters, with use counts: a word finds its prefixes
+        # with one lookup (the parser guarantees at least MIN_PREFIX_LENGTH letters).
         self._prefix_first: dict[str, dict[str, int]] = {}
+        # The registered prefixes of every word seen since they last changed (only words that
+        # have some), and every word looked at: the vocabulary of a poll is mostly the last one's.
+        self._prefixes_of: dict[str, tuple[str, ...]] = {}
+        self._words_seen: set[str] = set()
 
     @classmethod
     def build(cls, subscriptions: Iterable[tuple[int, int, Node]]) -> Matcher:
@@ -334,23 +408,21 @@ class Matcher:
         if not is_anchored(node):
             raise ValueError(f"subscription {sub_id} has no positive term to index")
         plan = _plan(chat_id, node)
-        prefixes = [value for _, (kind, value) in plan.filed_under() if kind[0] == "p"]
-        if len(plan.groups) > 1:
-            prefixes += [value for kind, value in plan.groups[1] if kind[0] == "p"]
-        if any(len(prefix) < MIN_PREFIX_LENGTH for prefix in prefixes):
+        if any(kind[0] == "p" and len(value) < MIN_PREFIX_LENGTH
+               for kind, value in plan.looked_at()):
             raise ValueError(f"subscription {sub_id} has a prefix shorter than "
                              f"{MIN_PREFIX_LENGTH} letters")
         self.remove(sub_id)
         self._plans[sub_id] = plan
-        self._prefixes[sub_id] = prefixes
         self._chat_of[sub_id] = chat_id
-        if plan.decided:
-            self._decided.add(sub_id)
-        for role, (kind, value) in plan.filed_under():
-            self._index[role][kind].setdefault(value, set()).add(sub_id)
-        for prefix in prefixes:
-            group = self._prefix_first.setdefault(prefix[:MIN_PREFIX_LENGTH], {})
-            group[prefix] = group.get(prefix, 0) + 1
+        _file(self._direct if plan.direct else self._checked, plan.first, sub_id)
+        for kind, value in plan.looked_at():
+            self._kinds[kind] += 1
+            if kind[0] == "p":
+                group = self._prefix_first.setdefault(value[:MIN_PREFIX_LENGTH], {})
+                if value not in group:
+                    self._forget_prefixes()
+                group[value] = group.get(value, 0) + 1
 
     def remove(self, sub_id: int) -> bool:
         """Forget a subscription; False if it was not there."""
@@ -358,101 +430,138 @@ class Matcher:
         if plan is None:
             return False
         del self._chat_of[sub_id]
-        self._decided.discard(sub_id)
-        for role, (kind, value) in plan.filed_under():
-            by_value = self._index[role][kind]
-            by_value[value].discard(sub_id)
-            if not by_value[value]:
-                del by_value[value]
-        for prefix in self._prefixes.pop(sub_id):
-            head = prefix[:MIN_PREFIX_LENGTH]
-            group = self._prefix_first[head]
-            group[prefix] -= 1
-            if not group[prefix]:
-                del group[prefix]
-                if not group:
-                    del self._prefix_first[head]
+        _unfile(self._direct if plan.direct else self._checked, plan.first, sub_id)
+        for kind, value in plan.looked_at():
+            self._kinds[kind] -= 1
+            if not self._kinds[kind]:
+                del self._kinds[kind]
+            if kind[0] == "p":
+                head = value[:MIN_PREFIX_LENGTH]
+                group = self._prefix_first[head]
+                group[value] -= 1
+                if not group[value]:
+                    self._forget_prefixes()
+                    del group[value]
+                    if not group:
+                        del self._prefix_first[head]
         return True
 
-    def _prefixes_of(self, words: Iterable[str], cache: dict[str, tuple[str, ...]]) -> set[str]:
-        found: set[str] = set()
-        prefix_first = self._prefix_first
-        for word in words:
-            hits = cache.get(word)
-            if hits is None:
-                group = prefix_first.get(word[:MIN_PREFIX_LENGTH], ())
-                hits = tuple(prefix for prefix in group if word.startswith(prefix))
-                cache[word] = hits
-            found.update(hits)
-        return found
+    def _forget_prefixes(self) -> None:
+        self._prefixes_of.clear()
+        self._words_seen.clear()
 
-    def _paper_keys(self, features: PaperFeatures,
-                    cache: dict[str, tuple[str, ...]]) -> dict[str, Collection[str]]:
+    def _prefixes(self, features: PaperFeatures) -> tuple[set[str], set[str], set[str]]:
+        """The registered prefixes of the paper's words: anywhere, in the title, the abstract."""
+        if len(self._words_seen) > _MAX_WORDS_SEEN:
+            self._forget_prefixes()
+        prefixes_of = self._prefixes_of
+        new_words = features.word_set.difference(self._words_seen)
+        if new_words:
+            prefix_first = self._prefix_first
+            for word in new_words:
+                group = prefix_first.get(word[:MIN_PREFIX_LENGTH], ())
+                found = tuple(prefix for prefix in group if word.startswith(prefix))
+                if found:
+                    prefixes_of[word] = found
+            self._words_seen.update(new_words)
+        anywhere: set[str] = set()
+        in_title: set[str] = set()
+        in_abstract: set[str] = set()
+        for word in prefixes_of.keys() & features.word_set:
+            found = prefixes_of[word]
+            anywhere.update(found)
+            if word in features.title_set:
+                in_title.update(found)
+            if word in features.abstract_set:
+                in_abstract.update(found)
+        return anywhere, in_title, in_abstract
+
+    def _paper_keys(self, features: PaperFeatures) -> dict[str, Collection[str]]:
         keys: dict[str, Collection[str]] = {
             "c": features.categories, "a": features.archives, "u": features.author_keys,
             "w": features.word_set, "t": features.title_set, "b": features.abstract_set,
             **features.name_keys,
+            "w2": _NOTHING, "t2": _NOTHING, "b2": _NOTHING,
+            "pw": _NOTHING, "pt": _NOTHING, "pb": _NOTHING,
         }
+        kinds = self._kinds
+        if kinds["w2"] or kinds["t2"] or kinds["b2"]:
+            in_title, in_abstract = features.pairs(True), features.pairs(False)
+            keys.update(t2=in_title, b2=in_abstract, w2=in_title | in_abstract)
         if self._prefix_first:
-            in_title = self._prefixes_of(features.title_set, cache)
-            in_abstract = self._prefixes_of(features.abstract_set, cache)
-            keys.update(pt=in_title, pb=in_abstract, pw=in_title | in_abstract)
+            keys["pw"], keys["pt"], keys["pb"] = self._prefixes(features)
         return keys
 
-    def _hits(self, role: str, keys: dict[str, Collection[str]]) -> set[int]:
-        found: set[int] = set()
-        for kind, by_value in self._index[role].items():
-            if by_value:
-                # Intersecting with the dict's keys runs in C: most words hit nothing.
-                for value in by_value.keys() & keys.get(kind, ()):
-                    found |= by_value[value]
-        return found
-
-    def _match_one(self, features: PaperFeatures,
-                   cache: dict[str, tuple[str, ...]]) -> set[int]:
-        keys = self._paper_keys(features, cache)
-        passing = self._hits("one", keys)
+    def _match_one(self, features: PaperFeatures) -> set[int]:
+        keys = self._paper_keys(features)
+        matched = _lookup(self._direct, keys)
         plans = self._plans
-        for sub_id in self._hits("first", keys):
-            for kind, value in plans[sub_id].groups[1]:
-                if value in keys.get(kind, ()):
-                    passing.add(sub_id)
-                    break
-        if passing:
-            passing -= self._hits("exclude", keys)
-        matched = passing & self._decided
-        undecided = passing - self._decided
-        sure = self._hits("sure", keys)
-        if sure:
+        for sub_id in _lookup(self._checked, keys):
+            plan = plans[sub_id]
+            # Inline loops rather than any(): this runs for every candidate of every paper.
+            if plan.second:
+                for kind, value in plan.second:
+                    if value in keys[kind]:
+                        break
+                else:
+                    continue
+            if plan.exclude and _has_any(plan.exclude, keys):
+                continue
             # Only ORs have sure keys, and an OR has no exclusions: a hit is a match.
-            matched |= sure
-            undecided -= sure
-        matched.update(sub_id for sub_id in undecided
-                       if evaluate_features(plans[sub_id].node, features))
+            if (plan.decided or (plan.sure and _has_any(plan.sure, keys))
+                    or evaluate_features(plan.node, features)):
+                matched.add(sub_id)
         return matched
 
     def matching(self, paper: Paper) -> set[int]:
         """The ids of the subscriptions that match one paper."""
-        return self._match_one(PaperFeatures(paper), {})
+        return self._match_one(PaperFeatures(paper))
+
+    def find(self, papers: Iterable[Paper]) -> list[set[int]]:
+        """For each paper, in order, the ids of the subscriptions that match it."""
+        with _collector_paused():
+            return [self._match_one(PaperFeatures(paper)) for paper in papers]
+
+    def alerts(self, papers: Sequence[Paper],
+               found: Sequence[Collection[int]]) -> dict[int, list[Match]]:
+        """Group what `find` returned into per-chat alerts: each paper with its subscriptions."""
+        results: dict[int, list[Match]] = {}
+        chat_of = self._chat_of
+        with _collector_paused():
+            for paper, sub_ids in zip(papers, found, strict=True):
+                per_chat: dict[int, tuple[int, ...]] = {}
+                # Sorted ids also walk the big dicts in the order they were filled, which keeps
+                # memory access local: noticeably faster than the sets' own order.
+                for sub_id in sorted(sub_ids):
+                    chat_id = chat_of[sub_id]
+                    ids = per_chat.get(chat_id)
+                    per_chat[chat_id] = (sub_id,) if ids is None else (*ids, sub_id)
+                for chat_id, ids in per_chat.items():
+                    match = Match(chat_id, paper, ids)
+                    for_chat = results.get(chat_id)
+                    if for_chat is None:
+                        results[chat_id] = [match]
+                    else:
+                        for_chat.append(match)
+        return results
 
     def match(self, papers: Sequence[Paper]) -> dict[int, list[Match]]:
         """Per chat, each matching paper (in input order) with its matching subscription ids."""
-        results: dict[int, list[Match]] = {}
-        chat_of = self._chat_of
-        cache: dict[str, tuple[str, ...]] = {}
-        for paper in papers:
-            per_chat: dict[int, tuple[int, ...]] = {}
-            for sub_id in self._match_one(PaperFeatures(paper), cache):
-                chat_id = chat_of[sub_id]
-                found = per_chat.get(chat_id)
-                per_chat[chat_id] = (sub_id,) if found is None else (*found, sub_id)
-            for chat_id, sub_ids in per_chat.items():
-                if len(sub_ids) > 1:
-                    sub_ids = tuple(sorted(sub_ids))
-                match = Match(chat_id, paper, sub_ids)
-                found_for_chat = results.get(chat_id)
-                if found_for_chat is None:
-                    results[chat_id] = [match]
-                else:
-                    found_for_chat.append(match)
-        return results
+        with _collector_paused():
+            return self.alerts(papers, self.find(papers))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector, restoring its previous state afterwards.
+
+    Matching a batch allocates an object per alert and frees almost nothing: the collector
+    would rescan them, and the whole index, again and again without finding any garbage.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()

@@ -131,11 +131,35 @@ class ChatRepository:
         )
 
     async def migrate_id(self, old_id: int, new_id: int) -> None:
-        """A group became a supergroup: move the chat and everything it owns to the new id."""
+        """A group became a supergroup: move the chat and everything it owns to the new id.
+
+        If the supergroup already has a row (someone wrote there first), the old group's
+        settings, subscriptions, library and alerts are merged into it; what the new id
+        already has wins on a clash (same query, same paper).
+        """
         async with self._db.transaction() as conn:
             cursor = await conn.execute("SELECT 1 FROM chats WHERE id = ?", (new_id,))
             if await cursor.fetchone() is None:
+                # ON UPDATE CASCADE carries subscriptions, saved, outbox and digests along.
                 await conn.execute("UPDATE chats SET id = ? WHERE id = ?", (new_id, old_id))
+                return
+            await conn.execute(
+                """
+                UPDATE chats SET (language, language_chosen, timezone, delivery_mode,
+                                  digest_time, last_digest_at, paused) =
+                    (SELECT language, language_chosen, timezone, delivery_mode, digest_time,
+                            last_digest_at, paused FROM chats WHERE id = :old)
+                WHERE id = :new AND EXISTS (SELECT 1 FROM chats WHERE id = :old)
+                """,
+                {"old": old_id, "new": new_id},
+            )
+            for table in ("subscriptions", "saved", "outbox", "digests"):
+                await conn.execute(
+                    f"UPDATE OR IGNORE {table} SET chat_id = ? WHERE chat_id = ?",
+                    (new_id, old_id),
+                )
+            # What clashed stays with the old row and goes with it (ON DELETE CASCADE).
+            await conn.execute("DELETE FROM chats WHERE id = ?", (old_id,))
 
     async def counts(self) -> dict[str, int]:
         row = await self._db.fetchone(
