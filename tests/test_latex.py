@@ -109,3 +109,45 @@ def test_text_without_latex_is_only_whitespace_normalised(source: str) -> None:
                if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cs"))
     expected = " ".join("".join(visible).split())
     assert latex_to_unicode(source) == expected
+
+
+def _fixture_texts() -> list[str]:
+    from pathlib import Path
+
+    from bot.arxiv.feeds import parse_api, parse_rss
+
+    texts = []
+    for path in sorted((Path(__file__).parent / "fixtures").glob("*.xml")):
+        parser = parse_api if path.name.startswith("api") else parse_rss
+        try:
+            papers = parser(path.read_bytes()).papers
+        except Exception:  # the error and empty samples
+            continue
+        texts += [t for p in papers for t in (p.title, p.abstract, p.comment or "") if t]
+    return texts
+
+
+def test_converting_run_by_run_equals_converting_the_whole_text_on_real_abstracts() -> None:
+    from bot.delivery.latex import _convert, clean_text
+
+    texts = [t for t in _fixture_texts() if "$" in t or "\\" in t]
+    assert len(texts) >= 5
+    for text in texts:
+        assert latex_to_unicode(text) == _convert(clean_text(text))
+
+
+def test_display_math_and_dashes_are_converted_as_before() -> None:
+    text = r"Landau--Zener gives \[\frac{n}{\log n} \cdot x_2^2,\] and it~works"
+    out = latex_to_unicode(text)
+    assert "Landau–Zener" in out and "x₂²" in out and "it works" in out.replace("\xa0", " ")
+
+
+def test_the_preview_source_never_cuts_inside_math_or_braces() -> None:
+    from bot.delivery.render import preview_source
+
+    abstract = ("word " * 150) + r"$a + b = \frac{c}{d}$ " + r"\emph{stress test} " * 40
+    for budget in range(700, 900, 7):
+        prefix, cut = preview_source(abstract, budget)
+        assert cut
+        assert prefix.count("$") % 2 == 0
+        assert prefix.count("{") == prefix.count("}")

@@ -6,7 +6,7 @@ import logging
 import re
 import unicodedata
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from pylatexenc import latexwalker
@@ -35,17 +35,99 @@ _OPERATORS = ("log", "ln", "exp", "sin", "cos", "tan", "max", "min", "arg", "det
               "lim", "sup", "inf", "Pr", "gcd", "deg")
 
 
+@lru_cache(maxsize=4096)  # one paper is rendered for many chats, and again on each press
 def latex_to_unicode(text: str) -> str:
-    """Render basic LaTeX as Unicode with collapsed whitespace; never raises, never eats text."""
+    """Render basic LaTeX as Unicode with collapsed whitespace; never raises, never eats text.
+
+    Only the runs of words that hold LaTeX go through the converter: it costs several
+    microseconds a character, and most of an abstract is plain words it would leave as they are.
+    """
     try:
         raw = clean_text(text)
-        if not _LATEX_MARKERS.intersection(raw):
-            return raw
+    except Exception:
+        return ""
+    if not _LATEX_MARKERS.intersection(raw):
+        return raw
+    runs = _runs(raw)
+    converted = iter(_convert_all([run for has_latex, run in runs if has_latex]))
+    return " ".join(next(converted) if has_latex else run for has_latex, run in runs)
+
+
+# Joins a text's LaTeX runs so they go through the converter in one call (its fixed cost per
+# call dominates short runs); a private-use character passes through untouched.
+_SEPARATOR = "\ue000"
+
+
+def _convert_all(runs: list[str]) -> list[str]:
+    """Convert several LaTeX runs in one converter call; run by run if that goes wrong."""
+    if len(runs) > 1 and not any(_SEPARATOR in run for run in runs):
+        try:
+            joined = f" {_SEPARATOR} ".join(_protect(run) for run in runs)
+            parts = _converter().latex_to_text(joined, latex_context=_walker_db()).split(
+                _SEPARATOR)
+        except Exception:
+            parts = []
+        if len(parts) == len(runs):
+            return [converted if _looks_complete(run, converted) else run
+                    for run, converted in zip(runs, map(clean_text, parts), strict=True)]
+    return [_convert(run) for run in runs]
+
+
+def _runs(raw: str) -> list[tuple[bool, str]]:
+    """Split text at spaces outside math and braces into runs of plain and of LaTeX words.
+
+    A word holds LaTeX if it has a backslash, `$`, a brace, or TeX typography (`--`, `~`,
+    ``` `` ```) that the converter would render; math (`$…$`, `\\(…\\)`, `\\[…\\]`) and brace
+    groups are never split.
+    """
+    runs: list[tuple[bool, list[str]]] = []
+    in_math, depth = False, 0
+    word_start, word_has_latex = 0, False
+    text = raw + " "
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            follower = text[index + 1] if index + 1 < len(raw) else ""
+            if follower in "[(":
+                in_math = True
+            elif follower in "])":
+                in_math = False
+            word_has_latex = True
+            index += 2
+            continue
+        if char == "$":
+            in_math, word_has_latex = not in_math, True
+        elif char in "{}":
+            depth = depth + 1 if char == "{" else max(depth - 1, 0)
+            word_has_latex = True
+        elif char == "~" or (char in "-`'" and text[index + 1] == char):
+            word_has_latex = True
+        elif char == " " and not in_math and depth == 0:
+            word = raw[word_start:index]
+            if word:
+                if runs and runs[-1][0] == word_has_latex:
+                    runs[-1][1].append(word)
+                else:
+                    runs.append((word_has_latex, [word]))
+            word_start, word_has_latex = index + 1, False
+        index += 1
+    if word_start < len(raw):  # an unpaired `$` or `{` runs to the end: convert all of it
+        rest = raw[word_start:]
+        if runs and runs[-1][0]:
+            runs[-1][1].append(rest)
+        else:
+            runs.append((True, [rest]))
+    return [(has_latex, " ".join(words)) for has_latex, words in runs]
+
+
+def _convert(raw: str) -> str:
+    try:
         rendered = _converter().latex_to_text(_protect(raw), latex_context=_walker_db())
         converted = clean_text(rendered)
     except Exception:  # pylatexenc has thrown IndexError/RecursionError on odd input
-        log.debug("LaTeX conversion failed, showing raw text: %r", text[:200])
-        return clean_text(text) if isinstance(text, str) else ""
+        log.debug("LaTeX conversion failed, showing raw text: %r", raw[:200])
+        return raw
     return converted if _looks_complete(raw, converted) else raw
 
 

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGE_UNITS = 4000  # Telegram allows 4096; the margin absorbs any counting surprise
 PREVIEW_CHARS = 400  # abstract shown in a collapsed alert
+PREVIEW_SOURCE_CHARS = 3 * PREVIEW_CHARS  # raw text converted for a preview: plenty to spare
 DIGEST_THRESHOLD = 10  # more matches than this in one poll arrive as a digest
 DIGEST_BUTTONS_PER_ROW = 5
 # Telegram allows 100 buttons and 100 entities per message; each entry uses two entities.
@@ -101,6 +102,34 @@ def _authors_text(authors: Sequence[str], limit: int, name_chars: int, lang: str
     return shorten_authors(converted, limit, lang=lang)
 
 
+def preview_source(raw: str, budget: int = PREVIEW_SOURCE_CHARS) -> tuple[str, bool]:
+    """The start of a raw abstract, enough for the preview, and whether it was cut.
+
+    Converting LaTeX is most of an alert's rendering cost and a collapsed alert shows only
+    ~400 characters, so only a prefix is converted. The cut falls on a space outside math
+    and braces, so the converter never sees half a formula.
+    """
+    if len(raw) <= budget:
+        return raw, False
+    in_math, depth, safe, escaped = False, 0, -1, False
+    for index, char in enumerate(raw[:budget]):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "$":
+            in_math = not in_math
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth = max(depth - 1, 0)
+        elif char.isspace() and not in_math and depth == 0:
+            safe = index
+    if safe <= 0:
+        return raw, False  # no safe place to cut: convert it all
+    return raw[:safe], True
+
+
 def _esc(text: str) -> str:
     return html.escape(text, quote=False)
 
@@ -169,9 +198,11 @@ def render_alert(
     lang: str = "en",
 ) -> RenderedMessage:
     """An alert (`kind` "new" or "revision") or a card ("card", no badge) for one paper."""
-    texts = _AlertTexts(_plain(paper.title), _plain(paper.abstract), _plain(paper.comment))
+    abstract_source, cut = (paper.abstract or "", False) if expanded else preview_source(
+        paper.abstract or "")
+    texts = _AlertTexts(_plain(paper.title), _plain(abstract_source), _plain(paper.comment))
     markup = alert_keyboard(paper, saved=saved, expanded=expanded, lang=lang,
-                            expandable=len(texts.abstract) > PREVIEW_CHARS)
+                            expandable=cut or len(texts.abstract) > PREVIEW_CHARS)
     limits = _Limits(abstract=None if expanded else PREVIEW_CHARS)
     for _ in range(16):
         text = _alert_html(paper, texts, kind, matched, diff, limits, lang)
