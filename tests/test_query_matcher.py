@@ -1,5 +1,6 @@
 """Matching papers against subscriptions: real arXiv records, and the index against naive truth."""
 
+import gc
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -172,6 +173,58 @@ def test_matches_are_grouped_per_chat_in_paper_order_with_sorted_subscription_id
     assert matcher.matching(first) == {5}
 
 
+def test_finding_and_grouping_are_the_two_halves_of_match() -> None:
+    first = _paper("Graph networks", authors=["Eiko Yoneki"], arxiv_id="1")
+    second = _paper("Graph kernels", categories=("math.CO",), arxiv_id="2")
+    third = _paper("Unrelated", categories=("hep-ex",), arxiv_id="3")
+    matcher = Matcher.build([(7, 100, parse("graph")), (3, 100, parse("au:yoneki OR math.CO")),
+                             (5, 200, parse("cat:cs.LG -kernels"))])
+    found = matcher.find([first, second, third])
+    assert found == [{3, 5, 7}, {3, 7}, set()]
+    assert [matcher.matching(p) for p in (first, second, third)] == found
+    assert matcher.alerts([first, second, third], found) == matcher.match([first, second, third])
+    with pytest.raises(ValueError):
+        matcher.alerts([first, second], found)  # one id set per paper, or it is a caller's bug
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_matching_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    matcher = Matcher.build([(1, 10, parse("graph"))])
+    paper = _paper("Graph networks")
+    was = gc.isenabled()
+    try:
+        if not enabled:
+            gc.disable()
+        assert matcher.match([paper]) == {10: [Match(10, paper, (1,))]}
+        assert gc.isenabled() is enabled
+        with pytest.raises(ValueError):
+            matcher.alerts([paper], [])
+        assert gc.isenabled() is enabled
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_prefixes_and_phrases_added_or_removed_later_are_seen_at_once() -> None:
+    # The matcher remembers which prefixes a paper's words have and which word pairs it looks
+    # for; subscriptions changing between polls must not be served from stale memory.
+    paper = _paper("Quantized transformers", "Post-training quantization of graph neural nets.")
+    matcher = Matcher.build([(1, 10, parse("quantiz*"))])
+    assert matcher.matching(paper) == {1}
+    matcher.add(2, 20, parse("transf*"))
+    matcher.add(3, 30, parse('"graph neural"'))
+    matcher.add(4, 40, parse('cat:cs.LG "neural nets"'))
+    assert matcher.matching(paper) == {1, 2, 3, 4}
+    matcher.remove(1)
+    matcher.remove(3)
+    assert matcher.matching(paper) == {2, 4}
+    matcher.add(2, 20, parse("transfo*"))  # same id, another prefix
+    matcher.add(5, 50, parse("quantizat*"))
+    assert matcher.matching(paper) == {2, 4, 5}
+    matcher.remove(4)
+    assert matcher.matching(paper) == {2, 5}
+
+
 def test_the_matcher_refuses_a_subscription_it_cannot_index() -> None:
     from bot.query.parser import Not, Text
 
@@ -187,7 +240,9 @@ def test_every_subscription_is_indexed_under_few_keys() -> None:
     assert anchors(parse('au:"J. A. Smith"')) == {("u", "smith")}
     assert anchors(parse("graph OR quantiz* OR hep-th")) == {
         ("w", "graph"), ("pw", "quantiz"), ("a", "hep-th")}
-    assert anchors(parse('ti:"graph neural" abs:transformer')) == {("t", "neural")}
+    # A phrase is filed under a pair of its adjacent words, far rarer than either word alone.
+    assert anchors(parse('ti:"graph neural" abs:transformer')) == {("t2", "graph neural")}
+    assert anchors(parse('"message passing neural"')) == {("w2", "message passing")}
 
 
 # --- the index agrees with naive evaluation ------------------------------------------------
@@ -235,7 +290,7 @@ _QUERY_CATEGORIES = ["cs.LG", "cat:stat.ML", "cat:cs", "hep-th", "cat:astro-ph",
 @st.composite
 def _text_term(draw: st.DrawFn) -> str:
     field = draw(st.sampled_from(["", "", "ti:", "abs:"]))
-    chosen = draw(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=2))
+    chosen = draw(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3))
     if draw(st.integers(0, 3)) == 0:
         return f"{field}{'-'.join(chosen)[:-2]}*"  # a prefix, at least 3 letters
     return f'{field}"{" ".join(chosen)}"' if len(chosen) > 1 else f"{field}{chosen[0]}"
@@ -281,7 +336,7 @@ def _naive(subscriptions: list[tuple[int, int, Node]], papers: list[Paper]) -> d
 
 @given(st.lists(_QUERIES, min_size=1, max_size=25), st.lists(_papers(), min_size=1, max_size=8),
        st.data())
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=600, deadline=None)
 def test_indexed_matching_equals_naive_evaluation(queries: list[str], papers: list[Paper],
                                                   data: st.DataObject) -> None:
     subscriptions = _subscriptions(queries)

@@ -15,8 +15,10 @@ import gc
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from itertools import pairwise
 
 from bot.models import Match, Paper
@@ -52,6 +54,11 @@ def _name_keys(authors: Iterable[PersonName]) -> dict[str, frozenset[str]]:
 def _pairs(tokens: list[str]) -> frozenset[str]:
     """Adjacent words as "graph neural": a two-word phrase is then one set lookup."""
     return frozenset(map(" ".join, pairwise(tokens)))
+
+
+def _pairs_from(tokens: list[str], starts: AbstractSet[str]) -> set[str]:
+    """The adjacent word pairs whose first word is one of `starts`."""
+    return {f"{first} {second}" for first, second in pairwise(tokens) if first in starts}
 
 
 class PaperFeatures:
@@ -173,6 +180,7 @@ AnchorKey = tuple[str, str]
 
 _WORD_KIND = {"any": "w", "ti": "t", "abs": "b"}
 _PAIR_KIND = {"any": "w2", "ti": "t2", "abs": "b2"}
+_PAIR_KINDS = frozenset(_PAIR_KIND.values())
 _PREFIX_KIND = {"any": "pw", "ti": "pt", "abs": "pb"}
 # Rough cost of an anchor (how many papers of a batch carry it), to pick the cheapest AND branch.
 _COST = {"u": 1.0, "u1": 0.5, "uf": 0.3, "ua": 0.3, "w": 3.0, "t": 1.5, "b": 3.0, "w2": 0.4,
@@ -285,11 +293,6 @@ class _Plan:
     sure: frozenset[AnchorKey] = frozenset()  # hitting one of these is enough (OR branches)
     decided: bool = True  # the keys are the whole query: no evaluation needed
 
-    @property
-    def direct(self) -> bool:
-        """Whether hitting a key of `first` is a match, with nothing else to check."""
-        return self.decided and not self.second and not self.exclude
-
     def looked_at(self) -> Iterator[AnchorKey]:
         """Every key the plan looks at."""
         yield from self.first
@@ -329,36 +332,90 @@ def _plan(chat_id: int, node: Node) -> _Plan:
     return _Plan(chat_id, node, anchors(node), decided=False)
 
 
-_Index = dict[str, dict[str, set[int]]]  # kind -> value -> subscription ids
+class _Entry:
+    """The subscriptions filed under one key; a part nobody uses stays None.
+
+    (An empty set costs some 200 bytes, and there are about as many keys as subscriptions.)
+    """
+
+    __slots__ = ("checked", "decided", "paired")
+
+    def __init__(self) -> None:
+        self.decided: set[int] | None = None  # the key alone is a match
+        # The key and one more (a category for `cat:cs.LG quantiz*`) are a match: the second
+        # key is looked up only for papers that have this one.
+        self.paired: dict[AnchorKey, set[int]] | None = None
+        self.checked: set[int] | None = None  # candidates, checked one by one
+
+
+_Index = dict[str, dict[str, _Entry]]  # kind -> value -> entry
 _NOTHING: frozenset[str] = frozenset()
 # Past this many distinct words, the cache of their prefixes starts afresh.
 _MAX_WORDS_SEEN = 200_000
 
 
-def _file(index: _Index, keys: Iterable[AnchorKey], sub_id: int) -> None:
-    for kind, value in keys:
-        index.setdefault(kind, {}).setdefault(value, set()).add(sub_id)
+def _file(index: _Index, plan: _Plan, sub_id: int) -> None:
+    for kind, value in plan.first:
+        by_value = index.setdefault(kind, {})
+        entry = by_value.get(value)
+        if entry is None:
+            entry = by_value[value] = _Entry()
+        if not plan.decided or plan.exclude:
+            if entry.checked is None:
+                entry.checked = set()
+            entry.checked.add(sub_id)
+        elif plan.second:
+            if entry.paired is None:
+                entry.paired = {}
+            for key in plan.second:
+                entry.paired.setdefault(key, set()).add(sub_id)
+        else:
+            if entry.decided is None:
+                entry.decided = set()
+            entry.decided.add(sub_id)
 
 
-def _unfile(index: _Index, keys: Iterable[AnchorKey], sub_id: int) -> None:
-    for kind, value in keys:
+def _unfile(index: _Index, plan: _Plan, sub_id: int) -> None:
+    for kind, value in plan.first:
         by_value = index[kind]
-        by_value[value].discard(sub_id)
-        if not by_value[value]:
+        entry = by_value[value]
+        if entry.decided is not None:
+            entry.decided.discard(sub_id)
+            entry.decided = entry.decided or None
+        if entry.checked is not None:
+            entry.checked.discard(sub_id)
+            entry.checked = entry.checked or None
+        if entry.paired is not None:
+            for key in plan.second:
+                ids = entry.paired.get(key)
+                if ids is not None:
+                    ids.discard(sub_id)
+                    if not ids:
+                        del entry.paired[key]
+            entry.paired = entry.paired or None
+        if entry.decided is None and entry.checked is None and entry.paired is None:
             del by_value[value]
             if not by_value:
                 del index[kind]
 
 
-def _lookup(index: _Index, keys: dict[str, Collection[str]]) -> set[int]:
-    """The ids filed under any of a paper's keys."""
-    found: set[int] = set()
+def _lookup(index: _Index, keys: dict[str, Collection[str]]) -> tuple[set[int], set[int]]:
+    """The ids filed under any of a paper's keys: those it matches, and those to check."""
+    matched: set[int] = set()
+    candidates: set[int] = set()
     for kind, by_value in index.items():
         # Intersecting with the dict's keys runs in C: most of a paper's words hit nothing.
-        hit = by_value.keys() & keys[kind]
-        if hit:
-            found.update(*map(by_value.__getitem__, hit))
-    return found
+        for value in by_value.keys() & keys[kind]:
+            entry = by_value[value]
+            if entry.decided:
+                matched |= entry.decided
+            if entry.paired:
+                for (second_kind, second_value), ids in entry.paired.items():
+                    if second_value in keys[second_kind]:
+                        matched |= ids
+            if entry.checked:
+                candidates |= entry.checked
+    return matched, candidates
 
 
 def _has_any(keys: Iterable[AnchorKey], paper_keys: dict[str, Collection[str]]) -> bool:
@@ -368,22 +425,22 @@ def _has_any(keys: Iterable[AnchorKey], paper_keys: dict[str, Collection[str]]) 
 class Matcher:
     """All subscriptions, indexed by anchor keys, for matching batches of papers.
 
-    A subscription whose keys decide it (a category, an archive, a common author name, a word,
-    a prefix, a two-word phrase, or an OR of those) is filed in the direct index: the union of
-    what a paper's keys find there is its matches, with no per-subscription work. The others
-    (ANDs, exclusions, longer phrases, unusual names, deeper nesting) are filed under their
-    rarest keys and, when a paper finds them, checked against a second group of keys and their
-    exclusions, and evaluated only if the keys cannot decide them.
+    Most subscriptions are decided by their keys: a category, an archive, a common shape of
+    author name, a word, a prefix, a two-word phrase, an OR of those (filed under each key), or
+    an AND of two of those (filed under the rarer one, paired with the other). A paper's matches
+    among them are unions of the sets its keys find, with no work per subscription. The rest
+    (exclusions, longer phrases, unusual names, deeper nesting) are filed under their rarest
+    keys as candidates: checked against their other keys and exclusions, and evaluated on the
+    paper only if keys cannot decide them.
     """
 
     def __init__(self) -> None:
         self._plans: dict[int, _Plan] = {}
         self._chat_of: dict[int, int] = {}
-        self._direct: _Index = {}
-        self._checked: _Index = {}
-        # How many subscriptions look at each kind of key: pairs and prefixes of a paper's words
-        # are only worth computing when someone looks for them.
-        self._kinds: Counter[str] = Counter()
+        self._index: _Index = {}
+        # First words of the word pairs looked for: a paper's pairs starting elsewhere are
+        # never looked up, so they are not even built.
+        self._pair_starts: Counter[str] = Counter()
         # Registered prefixes by their first letters, with use counts: a word finds its prefixes
         # with one lookup (the parser guarantees at least MIN_PREFIX_LENGTH letters).
         self._prefix_first: dict[str, dict[str, int]] = {}
@@ -415,9 +472,10 @@ class Matcher:
         self.remove(sub_id)
         self._plans[sub_id] = plan
         self._chat_of[sub_id] = chat_id
-        _file(self._direct if plan.direct else self._checked, plan.first, sub_id)
+        _file(self._index, plan, sub_id)
         for kind, value in plan.looked_at():
-            self._kinds[kind] += 1
+            if kind in _PAIR_KINDS:
+                self._pair_starts[value.partition(" ")[0]] += 1
             if kind[0] == "p":
                 group = self._prefix_first.setdefault(value[:MIN_PREFIX_LENGTH], {})
                 if value not in group:
@@ -430,11 +488,13 @@ class Matcher:
         if plan is None:
             return False
         del self._chat_of[sub_id]
-        _unfile(self._direct if plan.direct else self._checked, plan.first, sub_id)
+        _unfile(self._index, plan, sub_id)
         for kind, value in plan.looked_at():
-            self._kinds[kind] -= 1
-            if not self._kinds[kind]:
-                del self._kinds[kind]
+            if kind in _PAIR_KINDS:
+                start = value.partition(" ")[0]
+                self._pair_starts[start] -= 1
+                if not self._pair_starts[start]:
+                    del self._pair_starts[start]
             if kind[0] == "p":
                 head = value[:MIN_PREFIX_LENGTH]
                 group = self._prefix_first[head]
@@ -484,9 +544,10 @@ class Matcher:
             "w2": _NOTHING, "t2": _NOTHING, "b2": _NOTHING,
             "pw": _NOTHING, "pt": _NOTHING, "pb": _NOTHING,
         }
-        kinds = self._kinds
-        if kinds["w2"] or kinds["t2"] or kinds["b2"]:
-            in_title, in_abstract = features.pairs(True), features.pairs(False)
+        starts = self._pair_starts.keys() & features.word_set
+        if starts:
+            in_title = _pairs_from(features.title, starts)
+            in_abstract = _pairs_from(features.abstract, starts)
             keys.update(t2=in_title, b2=in_abstract, w2=in_title | in_abstract)
         if self._prefix_first:
             keys["pw"], keys["pt"], keys["pb"] = self._prefixes(features)
@@ -494,17 +555,12 @@ class Matcher:
 
     def _match_one(self, features: PaperFeatures) -> set[int]:
         keys = self._paper_keys(features)
-        matched = _lookup(self._direct, keys)
+        matched, candidates = _lookup(self._index, keys)
         plans = self._plans
-        for sub_id in _lookup(self._checked, keys):
+        for sub_id in candidates:
             plan = plans[sub_id]
-            # Inline loops rather than any(): this runs for every candidate of every paper.
-            if plan.second:
-                for kind, value in plan.second:
-                    if value in keys[kind]:
-                        break
-                else:
-                    continue
+            if plan.second and not _has_any(plan.second, keys):
+                continue
             if plan.exclude and _has_any(plan.exclude, keys):
                 continue
             # Only ORs have sure keys, and an OR has no exclusions: a hit is a match.
@@ -530,14 +586,14 @@ class Matcher:
         with _collector_paused():
             for paper, sub_ids in zip(papers, found, strict=True):
                 per_chat: dict[int, tuple[int, ...]] = {}
-                # Sorted ids also walk the big dicts in the order they were filled, which keeps
-                # memory access local: noticeably faster than the sets' own order.
+                # Sorted, each chat's ids come out in order; walking the big dict in id order
+                # (the order it was filled) is also several times faster than in set order.
                 for sub_id in sorted(sub_ids):
                     chat_id = chat_of[sub_id]
                     ids = per_chat.get(chat_id)
                     per_chat[chat_id] = (sub_id,) if ids is None else (*ids, sub_id)
                 for chat_id, ids in per_chat.items():
-                    match = Match(chat_id, paper, ids)
+                    match = _new_match((chat_id, paper, ids))
                     for_chat = results.get(chat_id)
                     if for_chat is None:
                         results[chat_id] = [match]
@@ -549,6 +605,10 @@ class Matcher:
         """Per chat, each matching paper (in input order) with its matching subscription ids."""
         with _collector_paused():
             return self.alerts(papers, self.find(papers))
+
+
+# `Match._make` without its Python-level call: a poll at scale builds hundreds of thousands.
+_new_match = partial(tuple.__new__, Match)
 
 
 @contextmanager
