@@ -474,3 +474,25 @@ async def test_ten_matches_still_arrive_one_by_one(harness: Harness) -> None:
     await harness.poll()
 
     assert ids_in(alerts(harness, LAB)) == [f"2611.{10000 + n}v1" for n in range(1, 11)]
+
+
+async def test_a_revision_during_a_pause_shows_both_versions_in_the_catch_up_digest(
+    harness: Harness,
+) -> None:
+    """Found by the soak: the digest showed the latest version twice and never the first."""
+    await follow(harness, LAB, "cs.LG")
+    await harness.ask(LAB, "/pause")
+    harness.serve_feed([make_paper(n) for n in range(1, 12)], announce_date=DAY1)
+    await harness.poll()
+    harness.serve_feed([make_paper(1, version=2, title="Sparse attention, revised")],
+                       announce_date=DAY2)
+    await harness.poll()
+    await harness.ask(LAB, "/resume")
+    await harness.drain()
+
+    digest = [m for m in harness.tg.messages(LAB) if m.callback_data and "v1:s:" in
+              " ".join(m.callback_data) and len(m.callback_data) > 4]
+    saves = [d for m in digest for d in m.callback_data if d.startswith("v1:s:")]
+    shown = [d.split(":")[2] for d in saves]
+    assert shown.count("2611.10001v1") == 1 and shown.count("2611.10001v2") == 1
+    assert len(shown) == len(set(shown)) == 12

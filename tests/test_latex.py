@@ -151,3 +151,21 @@ def test_the_preview_source_never_cuts_inside_math_or_braces() -> None:
         assert cut
         assert prefix.count("$") % 2 == 0
         assert prefix.count("{") == prefix.count("}")
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(codec=None, categories=None), max_size=200))
+def test_clean_text_drops_control_characters_and_collapses_whitespace(text: str) -> None:
+    from bot.delivery.latex import clean_text
+
+    expected = " ".join("".join(
+        " " if ch.isspace() else ch for ch in text
+        if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cs")
+    ).split())
+    assert clean_text(text) == expected
+
+
+def test_clean_text_handles_surrogates_and_next_line() -> None:
+    from bot.delivery.latex import clean_text
+
+    assert clean_text("a\ud800b\x00c\x85d\te\u2028f") == "abc d e f"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import unicodedata
 from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import Any
@@ -131,14 +130,13 @@ def _convert(raw: str) -> str:
     return converted if _looks_complete(raw, converted) else raw
 
 
+# Control characters (category Cc) that are not whitespace, and lone surrogates (Cs).
+_INVISIBLE_JUNK = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ud800-\udfff]")
+
+
 def clean_text(text: str) -> str:
     """Drop control characters and lone surrogates, collapse whitespace (no LaTeX handling)."""
-    kept = "".join(
-        " " if ch.isspace() else ch
-        for ch in text
-        if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cs")
-    )
-    return " ".join(kept.split())
+    return " ".join(_INVISIBLE_JUNK.sub("", text).split())
 
 
 def _protect(text: str) -> str:

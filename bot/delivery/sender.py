@@ -183,10 +183,13 @@ class Sender:
         return await self._send_rows(chat, [row], [message], report)
 
     async def _send_digest(self, chat: Chat, rows: list[OutboxRow], report: DrainReport) -> None:
-        papers = await self._store.papers.get_many([r.alert.arxiv_id for r in rows])
+        # Each entry shows its own row's version: a chat can have two versions of one paper
+        # waiting (a revision during a pause), and each must be shown once, as itself.
+        papers = await self._store.papers.get_versions(
+            [(r.alert.arxiv_id, r.alert.version) for r in rows])
         entries, kept = [], []
         for row in rows:
-            paper = papers.get(row.alert.arxiv_id)
+            paper = papers.get((row.alert.arxiv_id, row.alert.version))
             if paper is None:
                 await self._store.outbox.mark_failed([row.id], "paper missing from the store")
                 report.failed += 1

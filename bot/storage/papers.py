@@ -222,6 +222,37 @@ class PaperRepository:
             found.update({row["arxiv_id"]: paper_from_row(row) for row in rows})
         return found
 
+    async def get_versions(
+        self, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], Paper]:
+        """Specific stored versions, by (id, version); the latest row stands in for a version
+        known only from the papers table (an API look-up)."""
+        found: dict[tuple[str, int], Paper] = {}
+        ids = list(dict.fromkeys(arxiv_id for arxiv_id, _ in keys))
+        wanted = set(keys)
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start:start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = await self._db.fetchall(
+                f"""
+                SELECT v.*, p.license, p.published FROM paper_versions v
+                JOIN papers p USING (arxiv_id) WHERE v.arxiv_id IN ({marks})
+                """,
+                chunk,
+            )
+            for row in rows:
+                key = (row["arxiv_id"], row["version"])
+                if key in wanted:
+                    found[key] = paper_from_row(row)
+        missing = [key for key in keys if key not in found]
+        if missing:
+            latest = await self.get_many([arxiv_id for arxiv_id, _ in missing])
+            for arxiv_id, version in missing:
+                paper = latest.get(arxiv_id)
+                if paper is not None and paper.version == version:
+                    found[(arxiv_id, version)] = paper
+        return found
+
     async def previous_version(self, arxiv_id: str, version: int) -> Paper | None:
         """The newest stored version older than `version` (what a revision diff compares with)."""
         row = await self._db.fetchone(
