@@ -101,6 +101,7 @@ class Sender:
         self._sleep = sleep
         self._on_migrated = on_migrated
         self._lock = asyncio.Lock()
+        self._in_flight = asyncio.Lock()  # one request unconfirmed at a time: see _send_message
 
     @property
     def busy(self) -> bool:
@@ -211,12 +212,15 @@ class Sender:
     async def _send_rows(self, chat: Chat, rows: list[OutboxRow],
                          messages: list[RenderedMessage], report: DrainReport) -> bool:
         row_ids = [r.id for r in rows]
+
+        async def mark_sent(message_id: int) -> None:
+            await self._store.outbox.mark_sent(row_ids, message_id, self._clock.now())
+
         for message in messages:
             outcome = await self._send_message(chat.id, message.text, message.reply_markup,
-                                               report)
+                                               report, mark_sent)
             match outcome:
-                case Sent(message_id):
-                    await self._store.outbox.mark_sent(row_ids, message_id, self._clock.now())
+                case Sent():
                     report.sent += len(row_ids)
                 case Retry(error):
                     attempts = max(r.attempts for r in rows) + 1
@@ -243,17 +247,25 @@ class Sender:
         return True
 
     async def _send_message(self, chat_id: int, text: str, markup: InlineKeyboardMarkup | None,
-                            report: DrainReport) -> Outcome:
+                            report: DrainReport,
+                            mark_sent: Callable[[int], Awaitable[None]]) -> Outcome:
+        """Send one message; once Telegram accepts it, `mark_sent` records that at once.
+
+        Only one message is ever between "sent" and "recorded": a crash can then repeat at
+        most one alert. Chats still wait for their turns side by side; only the request and
+        its record take turns.
+        """
         parse_mode: str | None = ParseMode.HTML
         plain_retry_used = False
         waits = 0
         while True:
             try:
-                async with self._pacer.turn(chat_id):
+                async with self._pacer.turn(chat_id), self._in_flight:
                     message = await self._bot.send_message(
                         chat_id, text, parse_mode=parse_mode, reply_markup=markup,
                         link_preview_options=NO_PREVIEW,
                     )
+                    await mark_sent(message.message_id)
                 return Sent(message.message_id)
             except RetryAfter as exc:
                 waits += 1
