@@ -469,11 +469,7 @@ class TelegramSide:
 
     def take(self) -> list[Delivery]:
         # The fake keeps every message and request; forgetting them daily keeps it flat.
-        with self.tg._cond:
-            taken = [m for chat in self.tg._messages.values() for m in chat.values()]
-            self.tg._messages.clear()
-            self.tg._calls.clear()
-        return [_delivery(m) for m in taken]
+        return [_delivery(m) for m in self.tg.take_messages()]
 
     def close(self) -> None:
         self.tg.stop()

@@ -133,17 +133,21 @@ async def digest_job(context: BotContext) -> None:
 
 
 async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
-    """Send every digest that is due at `now`; returns how many chats were served."""
-    served = 0
+    """Send every digest that is due at `now`; returns how many chats received one.
+
+    A chat with nothing waiting at its hour gets no message (an empty digest is noise), and
+    its next digest counts from now.
+    """
+    sent = 0
     for chat in await storage.chats.in_digest_mode():
         if chat.digest_time is None or chat.paused:
             continue
         last = chat.last_digest_at if chat.last_digest_at is not None else now
         if digest_due(now, last, chat.digest_time, chat.timezone):
-            await sender.send_daily_digest(chat.id)
+            report = await sender.send_daily_digest(chat.id)
             await storage.chats.mark_digest_sent(chat.id, now)
-            served += 1
-    return served
+            sent += report.digests > 0
+    return sent
 
 
 async def prune_job(context: BotContext) -> None:

@@ -209,3 +209,15 @@ async def test_status_is_for_operators_only(harness: Harness) -> None:
     for part in ("Outbox", "Chats", "Subscriptions", "Database", "version"):
         assert part in status.text
     assert "✅" in status.text
+
+
+async def test_a_digest_hour_with_nothing_waiting_sends_nothing(harness: Harness) -> None:
+    shanghai = ZoneInfo("Asia/Shanghai")
+    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=shanghai).timestamp())
+    await harness.ask(CHAT, "/follow cs.LG")
+    await harness.ask(CHAT, "/digest 08:00")
+    before = len(harness.tg.messages(CHAT))
+    harness.clock.set(datetime(2026, 12, 2, 8, 1, tzinfo=shanghai).timestamp())
+    assert await harness.send_due_digests() == 0
+    await harness.settle()
+    assert len(harness.tg.messages(CHAT)) == before

@@ -1064,6 +1064,17 @@ class FakeTelegram:
                 for _, m in sorted(self._messages[chat].items())
             ]
 
+    def take_messages(self) -> list[SentMessage]:
+        """Every message the bot sent so far, forgotten along with the call log.
+
+        For long runs (the soak) that read deliveries day by day with memory kept flat.
+        """
+        with self._cond:
+            taken = [m for chat in self._messages.values() for m in chat.values()]
+            self._messages.clear()
+            self._calls.clear()
+            return taken
+
     def documents(self, chat_id: int) -> list[SentDocument]:
         """Documents the bot sent to a chat, oldest first."""
         with self._cond:
