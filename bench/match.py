@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.vocabulary import load_vocabulary
 from bot.models import Paper
 from bot.query.matcher import Matcher, PaperFeatures, evaluate_features
 from bot.query.parser import (
@@ -55,30 +56,13 @@ _CATEGORY_WEIGHTS = {
 _LATEX_BITS = [r"$\alpha$-", r"$O(n\log n)$ ", r"\emph{", "} ", r"M\"uller ", "&amp; ", "$k$-"]
 
 
-def _load_vocabulary() -> tuple[list[str], list[str]]:
-    section = ""
-    words: list[str] = []
-    names: list[str] = []
-    path = Path(__file__).with_name("vocabulary.txt")
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("["):
-            section = line
-        elif section == "[words]":
-            words.append(line.split()[0])
-        elif section == "[names]":
-            names.append(line)
-    return words, names
-
-
 class Corpus:
     """Synthetic but realistic papers and subscriptions from one random seed."""
 
     def __init__(self, seed: int, popular_categories: bool = False) -> None:
         self.random = random.Random(seed)
         self.popular_categories = popular_categories
-        self.words, base_names = _load_vocabulary()
+        self.words, base_names = load_vocabulary()
         # Running text: the 1,500 commonest words with Zipf weights by rank (s = 1.05).
         common = self.words[:_COMMON]
         self.common = common

@@ -62,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from telegram import Bot
 
+from bench.vocabulary import load_vocabulary
 from bot.app import prune, send_due_digests
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.plan import build_feed_plan
@@ -126,21 +127,6 @@ _ID_IN_TEXT = re.compile(r"\b(\d{4}\.\d{4,5})v(\d+)\b")
 # --------------------------------------------------------------------------------- the world
 
 
-def _vocabulary() -> tuple[list[str], list[str]]:
-    section, words, names = "", [], []
-    path = Path(__file__).with_name("vocabulary.txt")
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("["):
-            section = line
-        elif section == "[words]":
-            words.append(line.split()[0])
-        elif section == "[names]":
-            names.append(line)
-    return words, names
-
-
 def _cumulate(weights: Iterable[float]) -> list[float]:
     total, out = 0.0, []
     for weight in weights:
@@ -156,7 +142,7 @@ class World:
     def __init__(self, seed: int) -> None:
         self.seed = seed
         rng = random.Random(seed)
-        words, names = _vocabulary()
+        words, names = load_vocabulary()
         alphabetic = [w for w in words if w.isalpha()]
         self.common = alphabetic[:_COMMON_WORDS]
         self.common_cumulative = _cumulate(1.0 / (r + 1) ** 1.05 for r in range(len(self.common)))
