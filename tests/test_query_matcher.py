@@ -1,6 +1,7 @@
 """Matching papers against subscriptions: real arXiv records, and the index against naive truth."""
 
 import gc
+import os
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -336,7 +337,8 @@ def _naive(subscriptions: list[tuple[int, int, Node]], papers: list[Paper]) -> d
 
 @given(st.lists(_QUERIES, min_size=1, max_size=25), st.lists(_papers(), min_size=1, max_size=8),
        st.data())
-@settings(max_examples=600, deadline=None)
+# 600 examples keep the suite quick; DIFFERENTIAL_EXAMPLES=5000 runs the thorough version.
+@settings(max_examples=int(os.environ.get("DIFFERENTIAL_EXAMPLES", "600")), deadline=None)
 def test_indexed_matching_equals_naive_evaluation(queries: list[str], papers: list[Paper],
                                                   data: st.DataObject) -> None:
     subscriptions = _subscriptions(queries)
