@@ -76,4 +76,5 @@ async def test_follow_receive_save_page_remove_export_lookup_pause_digest_stats(
 
     # Read the overview.
     stats = await harness.ask(CHAT, "/stats")
-    assert "5 saved" in stats.text and "1 subscriptions" in stats.text
+    assert "5 saved" in stats.text and "1 subscription" in stats.text
+    assert "1 subscriptions" not in stats.text

@@ -7,7 +7,7 @@ from telegram import Update
 from bot import __version__
 from bot.context import BotContext
 from bot.handlers.common import quote, reply
-from bot.i18n import t
+from bot.i18n import t, tn
 from bot.schedule import local_time
 
 AI_CATEGORIES = ("cs.AI", "cs.LG", "cs.CL", "cs.CV", "cs.NE", "stat.ML")
@@ -71,11 +71,14 @@ async def stats(update: Update, context: BotContext) -> None:
     subscriptions = await context.subscriptions.for_chat(chat_id)
     lines += [
         "",
-        t(lang, "<b>This chat</b>: {day} matches in 24 h, {week} in 7 days · {saved} saved · "
-                "{subs} subscriptions",
-          day=await store.outbox.chat_matches_since(chat_id, now - DAY),
+        t(lang, "<b>This chat</b>: {matches}, {week} in 7 days · {saved} saved · "
+                "{subscriptions}",
+          matches=tn(lang, "{count} match in 24 h", "{count} matches in 24 h",
+                     await store.outbox.chat_matches_since(chat_id, now - DAY)),
           week=await store.outbox.chat_matches_since(chat_id, now - 7 * DAY),
-          saved=await store.saved.count(chat_id), subs=len(subscriptions)),
+          saved=await store.saved.count(chat_id),
+          subscriptions=tn(lang, "{count} subscription", "{count} subscriptions",
+                           len(subscriptions))),
     ]
     await reply(update, context, "\n".join(lines))
 
