@@ -12,7 +12,7 @@ import io
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -134,14 +134,7 @@ def parse_rss(body: bytes) -> RssFeed:
         log.warning("feed is not well-formed XML, parsed leniently: %s",
                     parsed.get("bozo_exception"))
 
-    papers: list[Paper] = []
-    skipped = 0
-    for entry in parsed.entries:
-        paper = _rss_paper(entry)
-        if paper is None:
-            skipped += 1
-        else:
-            papers.append(paper)
+    papers, skipped = _papers(parsed.entries, _rss_paper)
     if skipped:
         log.warning("skipped %d of %d feed items without a usable arXiv id", skipped,
                     len(parsed.entries))
@@ -168,14 +161,7 @@ def parse_api(body: bytes) -> ApiResult:
         if "/api/errors" in str(entry.get("id", "")):
             message = _clean(_text(entry.get("summary"))) or "unknown arXiv API error"
             raise ApiError(message)
-    papers: list[Paper] = []
-    skipped = 0
-    for entry in parsed.entries:
-        paper = _api_paper(entry)
-        if paper is None:
-            skipped += 1
-        else:
-            papers.append(paper)
+    papers, skipped = _papers(parsed.entries, _api_paper)
     if skipped:
         log.warning("skipped %d API entries without a usable arXiv id", skipped)
     feed = parsed.feed
@@ -231,6 +217,13 @@ def _feedparse(body: bytes) -> Any:
                                 sanitize_html=False)
     except Exception as exc:  # feedparser is meant to be total; stay total if it is not
         raise FeedError(f"feed could not be parsed: {exc!r}") from exc
+
+
+def _papers(entries: Sequence[Mapping[str, Any]],
+            convert: Callable[[Mapping[str, Any]], Paper | None]) -> tuple[list[Paper], int]:
+    """The entries that make a Paper, and how many did not (no usable id or version)."""
+    papers = [paper for paper in map(convert, entries) if paper is not None]
+    return papers, len(entries) - len(papers)
 
 
 def _rss_paper(entry: Mapping[str, Any]) -> Paper | None:
