@@ -184,11 +184,12 @@ class Pipeline:
         "Comment added: Accepted at …". Best effort: a failure only makes the diff poorer.
         """
         wanted: dict[str, None] = {}
-        for alert in report.alerts:
-            if alert.kind != "revision":
-                continue
-            wanted[f"{alert.arxiv_id}v{alert.version}"] = None
-            previous = await self._store.papers.previous_version(alert.arxiv_id, alert.version)
+        # One revision is one alert per chat that gets it: look each version up once.
+        revisions = dict.fromkeys((a.arxiv_id, a.version) for a in report.alerts
+                                  if a.kind == "revision")
+        for arxiv_id, version in revisions:
+            wanted[f"{arxiv_id}v{version}"] = None
+            previous = await self._store.papers.previous_version(arxiv_id, version)
             if previous is not None and previous.comment is None:
                 wanted[f"{previous.arxiv_id}v{previous.version}"] = None
         if not wanted:
