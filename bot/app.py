@@ -55,6 +55,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 
 FIRST_POLL_DELAY = 3.0  # the spec asks for the first poll within 5 s of start-up
 DIGEST_CHECK_INTERVAL = 30.0
+RETRY_BASE_SECONDS = 60.0  # a failed poll is tried again after 60 s, 120 s, 240 s …
 DRAIN_INTERVAL = 2.0  # picks up retries that came due and alerts released by /resume
 OUTBOX_RETENTION_DAYS = 30
 PAPER_RETENTION_DAYS = 90  # far beyond /stats' 7 days and /follow's 7-day preview
@@ -115,6 +116,23 @@ async def poll_job(context: BotContext) -> None:
         report.count("seen"), len(report.alerts), drained.sent, drained.digests,
         drained.retried, drained.failed, time.monotonic() - started,
     )
+    if not report.failed_sources:
+        services.failed_polls = 0
+        return
+    services.failed_polls += 1
+    delay = retry_delay(services.failed_polls, services.settings.poll_interval_seconds)
+    jobs = context.job_queue
+    if delay is not None and jobs is not None and not jobs.get_jobs_by_name("poll-retry"):
+        jobs.run_once(poll_job, when=delay, name="poll-retry")
+        log.warning("%d feed(s) failed; polling again in %.0f s",
+                    len(report.failed_sources), delay)
+
+
+def retry_delay(failed_polls: int, interval: float) -> float | None:
+    """Seconds to an extra poll after `failed_polls` failed ones in a row (60, 120, 240 s …);
+    None once the regular poll would come as soon."""
+    delay = RETRY_BASE_SECONDS * 2 ** min(failed_polls - 1, 16)
+    return delay if delay < interval else None
 
 
 async def drain_job(context: BotContext) -> None:

@@ -34,6 +34,7 @@ class Services:
     sender: Sender | None = None
     pipeline: Pipeline | None = None
     schedule_jobs: bool = True
+    failed_polls: int = 0  # polls in a row with a failed source: sets the retry backoff
     pacer: Pacer | None = None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
@@ -27,3 +28,31 @@ async def test_each_poll_logs_one_structured_summary(harness: Harness,
     assert fields["sources"] == "1" and fields["items"] == "3" and fields["new"] == "3"
     assert fields["matches"] == "2" and fields["sent"] == "2" and float(fields["seconds"]) >= 0
     assert harness.settings.telegram_bot_token not in caplog.text
+
+
+def test_retry_backoff_doubles_and_yields_to_the_regular_poll() -> None:
+    from bot.app import retry_delay
+
+    assert [retry_delay(n, 900) for n in (1, 2, 3, 4, 5)] == [60, 120, 240, 480, None]
+    assert retry_delay(1, 30) is None, "a poll every 30 s needs no extra retry"
+
+
+async def test_a_failed_poll_is_retried_early_with_backoff(harness: Harness) -> None:
+    jobs = harness.app.job_queue
+    context = SimpleNamespace(services=harness.services, job_queue=jobs)
+    harness.arxiv.fail_next(status=404, times=2)  # not retried inside the poll: fast
+    await poll_job(context)
+    [retry] = jobs.get_jobs_by_name("poll-retry")
+    assert 55 <= (retry.next_t - datetime.now(UTC)).total_seconds() <= 61
+    retry.schedule_removal()
+    await harness.settle()
+
+    await poll_job(context)  # fails again: the next retry waits twice as long
+    [retry] = jobs.get_jobs_by_name("poll-retry")
+    assert 115 <= (retry.next_t - datetime.now(UTC)).total_seconds() <= 121
+    retry.schedule_removal()
+
+    harness.serve_feed([make_paper(1)])
+    await poll_job(context)  # recovered: no retry, and the backoff starts over
+    assert harness.services.failed_polls == 0
+    assert not [j for j in jobs.get_jobs_by_name("poll-retry") if not j.removed]
