@@ -221,3 +221,15 @@ async def test_a_digest_hour_with_nothing_waiting_sends_nothing(harness: Harness
     assert await harness.send_due_digests() == 0
     await harness.settle()
     assert len(harness.tg.messages(CHAT)) == before
+
+
+async def test_a_daily_digest_of_one_paper_says_so_in_the_singular(harness: Harness) -> None:
+    shanghai = ZoneInfo("Asia/Shanghai")
+    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=shanghai).timestamp())
+    await harness.ask(CHAT, "/follow cs.LG")
+    await harness.ask(CHAT, "/digest 08:00")
+    await ingest(harness, 1)
+    harness.clock.set(datetime(2026, 12, 2, 8, 0, tzinfo=shanghai).timestamp())
+    assert await harness.send_due_digests() == 1
+    digest = await harness.tg.wait_for_message(CHAT, contains="part 1")
+    assert "1 new match" in digest.text and "1 new matches" not in digest.text

@@ -25,7 +25,7 @@ from bot.clock import Clock
 from bot.delivery.diff import describe_changes
 from bot.delivery.pacing import Pacer
 from bot.delivery.render import DigestEntry, RenderedMessage, render_alert, render_digest
-from bot.i18n import t
+from bot.i18n import tn
 from bot.storage import Storage
 from bot.storage.chats import Chat
 from bot.storage.outbox import OutboxRow
@@ -200,7 +200,7 @@ class Sender:
             kept.append(row)
         if not kept:
             return
-        title = t(chat.language, "{count} new matches", count=len(kept))
+        title = tn(chat.language, "{count} new match", "{count} new matches", len(kept))
         messages = render_digest(entries, lang=chat.language, title=title)
         # Each message of a digest carries some entries; rows are marked sent per message.
         per_message = _split_rows(kept, messages)
