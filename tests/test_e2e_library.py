@@ -215,18 +215,22 @@ async def test_a_digest_hour_with_nothing_waiting_sends_nothing(harness: Harness
     shanghai = ZoneInfo("Asia/Shanghai")
     harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=shanghai).timestamp())
     await harness.ask(CHAT, "/follow cs.LG")
+    await harness.ask(CHAT, "/tz Asia/Shanghai")
     await harness.ask(CHAT, "/digest 08:00")
     before = len(harness.tg.messages(CHAT))
     harness.clock.set(datetime(2026, 12, 2, 8, 1, tzinfo=shanghai).timestamp())
     assert await harness.send_due_digests() == 0
     await harness.settle()
     assert len(harness.tg.messages(CHAT)) == before
+    chat = await harness.services.storage.chats.get(CHAT)
+    assert chat.last_digest_at == harness.clock.now(), "the hour came; the next counts from it"
 
 
 async def test_a_daily_digest_of_one_paper_says_so_in_the_singular(harness: Harness) -> None:
     shanghai = ZoneInfo("Asia/Shanghai")
     harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=shanghai).timestamp())
     await harness.ask(CHAT, "/follow cs.LG")
+    await harness.ask(CHAT, "/tz Asia/Shanghai")
     await harness.ask(CHAT, "/digest 08:00")
     await ingest(harness, 1)
     harness.clock.set(datetime(2026, 12, 2, 8, 0, tzinfo=shanghai).timestamp())
