@@ -5,16 +5,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from bot.storage.migrations import LATEST_VERSION, MIGRATIONS
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_IN_CHUNK = 500  # values per `IN (…)`: well under SQLite's limit on bound parameters
+
+
+def in_chunks(values: Iterable[T]) -> Iterator[tuple[list[T], str]]:
+    """Split values for `WHERE x IN (…)` queries: each chunk with its `?,?,…` placeholders."""
+    items = list(values)
+    for start in range(0, len(items), _IN_CHUNK):
+        chunk = items[start:start + _IN_CHUNK]
+        yield chunk, ",".join("?" * len(chunk))
 
 
 class Database:

@@ -10,9 +10,7 @@ from datetime import UTC, datetime
 import aiosqlite
 
 from bot.models import AnnounceType, Paper, PaperChange
-from bot.storage.db import Database
-
-_CHUNK = 500  # stays well under SQLite's limit on bound parameters
+from bot.storage.db import Database, in_chunks
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -74,11 +72,8 @@ class PaperRepository:
         stored = await self._latest(conn, unique.keys())
         changes: list[PaperChange] = []
         version_rows, paper_rows, fill_rows = [], [], []
-        looked_up_only = await self._looked_up_only(conn, stored.keys())
         for paper in unique.values():
             previous = stored.get(paper.arxiv_id)
-            if paper.arxiv_id in looked_up_only:
-                previous = None
             if previous is None:
                 status = "revised" if paper.version > 1 and paper.announce_type and \
                     paper.announce_type.is_revision else "new"
@@ -145,20 +140,6 @@ class PaperRepository:
         )
         return changes
 
-    @staticmethod
-    async def _looked_up_only(conn: aiosqlite.Connection, ids: Iterable[str]) -> set[str]:
-        ids = list(ids)
-        found: set[str] = set()
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start:start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            cursor = await conn.execute(
-                f"SELECT arxiv_id FROM papers WHERE from_feed = 0 AND arxiv_id IN ({marks})",
-                chunk,
-            )
-            found.update(row["arxiv_id"] for row in await cursor.fetchall())
-        return found
-
     async def cache_lookups(self, papers: Sequence[Paper], now: float) -> None:
         """Keep papers fetched by id from the API (for /paper and saving) without marking them
         as announced: the feed that lists them later still counts them as new."""
@@ -185,13 +166,12 @@ class PaperRepository:
 
     @staticmethod
     async def _latest(conn: aiosqlite.Connection, ids: Iterable[str]) -> dict[str, Paper]:
-        ids = list(ids)
+        """The latest stored versions the feeds announced; a paper known only from an API
+        look-up counts as absent, so the feed that lists it later still makes it new."""
         found: dict[str, Paper] = {}
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start:start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids):
             cursor = await conn.execute(
-                f"SELECT * FROM papers WHERE arxiv_id IN ({marks})", chunk
+                f"SELECT * FROM papers WHERE from_feed = 1 AND arxiv_id IN ({marks})", chunk
             )
             for row in await cursor.fetchall():
                 found[row["arxiv_id"]] = paper_from_row(row)
@@ -213,9 +193,7 @@ class PaperRepository:
 
     async def get_many(self, arxiv_ids: Sequence[str]) -> dict[str, Paper]:
         found: dict[str, Paper] = {}
-        for start in range(0, len(arxiv_ids), _CHUNK):
-            chunk = list(arxiv_ids[start:start + _CHUNK])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(arxiv_ids):
             rows = await self._db.fetchall(
                 f"SELECT * FROM papers WHERE arxiv_id IN ({marks})", chunk
             )
@@ -228,11 +206,8 @@ class PaperRepository:
         """Specific stored versions, by (id, version); the latest row stands in for a version
         known only from the papers table (an API look-up)."""
         found: dict[tuple[str, int], Paper] = {}
-        ids = list(dict.fromkeys(arxiv_id for arxiv_id, _ in keys))
         wanted = set(keys)
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start:start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(dict.fromkeys(arxiv_id for arxiv_id, _ in keys)):
             rows = await self._db.fetchall(
                 f"""
                 SELECT v.*, p.license, p.published FROM paper_versions v

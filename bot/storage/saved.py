@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import aiosqlite
 
 from bot.models import Paper
-from bot.storage.db import Database
+from bot.storage.db import Database, in_chunks
 from bot.storage.papers import paper_from_row
 
 
@@ -75,11 +75,8 @@ class SavedRepository:
         conn: aiosqlite.Connection, arxiv_ids: Iterable[str]
     ) -> dict[str, list[int]]:
         """For each id, the chats that saved it (inside the caller's transaction)."""
-        ids = list(arxiv_ids)
         found: dict[str, list[int]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(arxiv_ids):
             cursor = await conn.execute(
                 f"SELECT arxiv_id, chat_id FROM saved WHERE arxiv_id IN ({marks})",
                 chunk,
