@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from bot.clock import Clock
 from bot.models import Subscription
@@ -26,6 +27,14 @@ class FollowResult:
     error: QueryError | None = None
 
 
+class _Live(NamedTuple):
+    """A subscription as the matcher holds it."""
+
+    chat_id: int
+    query: str  # canonical text
+    node: Node
+
+
 class SubscriptionService:
     """Owns the compiled matcher; every change of subscriptions goes through here."""
 
@@ -33,25 +42,30 @@ class SubscriptionService:
         self._store = storage
         self._clock = clock
         self.matcher = Matcher()
-        self._queries: dict[int, tuple[str, Node]] = {}  # sub id -> (canonical text, AST)
-        self._chats: dict[int, int] = {}  # sub id -> chat id
+        self._live: dict[int, _Live] = {}  # by subscription id, exactly what the matcher holds
+
+    def _track(self, sub_id: int, chat_id: int, query: str, node: Node) -> None:
+        self.matcher.add(sub_id, chat_id, node)
+        self._live[sub_id] = _Live(chat_id, query, node)
+
+    def _untrack(self, sub_id: int) -> None:
+        self.matcher.remove(sub_id)
+        self._live.pop(sub_id, None)
 
     async def load(self) -> int:
         """Compile every stored subscription into the matcher (at start-up)."""
-        entries = []
-        self._queries.clear()
-        self._chats.clear()
+        self._live = {}
         for sub in await self._store.subscriptions.all():
             try:
                 node = parse(sub.query, max_length=None)  # canonical text may exceed 300
-                entries.append((sub.id, sub.chat_id, node))
-                self._queries[sub.id] = (sub.query, node)
-                self._chats[sub.id] = sub.chat_id
             except QueryError as exc:  # a query stored by an older grammar; keep running
                 log.warning("subscription %s no longer parses (%s); skipped", sub.id, exc)
-        self.matcher = Matcher.build(entries)
-        log.info("matcher compiled with %d subscriptions", len(entries))
-        return len(entries)
+                continue
+            self._live[sub.id] = _Live(sub.chat_id, sub.query, node)
+        self.matcher = Matcher.build((sub_id, live.chat_id, live.node)
+                                     for sub_id, live in self._live.items())
+        log.info("matcher compiled with %d subscriptions", len(self._live))
+        return len(self._live)
 
     async def follow(self, chat_id: int, raw_query: str) -> FollowResult:
         """Parse and add a query for a chat; duplicates and the 50-per-chat limit are refused."""
@@ -63,9 +77,7 @@ class SubscriptionService:
         result = await self._store.subscriptions.add(chat_id, query, raw_query, self._clock.now())
         if result.status != "added" or result.subscription is None:
             return FollowResult(result.status, result.subscription)
-        self.matcher.add(result.subscription.id, chat_id, node)
-        self._queries[result.subscription.id] = (query, node)
-        self._chats[result.subscription.id] = chat_id
+        self._track(result.subscription.id, chat_id, query, node)
         return FollowResult("added", result.subscription, await self._preview(node))
 
     async def _preview(self, node) -> int:
@@ -90,9 +102,7 @@ class SubscriptionService:
         if sub is None or sub.chat_id != chat_id:
             return None
         if await self._store.subscriptions.remove(chat_id, sub_id):
-            self.matcher.remove(sub_id)
-            self._queries.pop(sub_id, None)
-            self._chats.pop(sub_id, None)
+            self._untrack(sub_id)
             return sub
         return None
 
@@ -100,9 +110,7 @@ class SubscriptionService:
         subs = await self._store.subscriptions.for_chat(chat_id)
         removed = await self._store.subscriptions.remove_all(chat_id)
         for sub in subs:
-            self.matcher.remove(sub.id)
-            self._queries.pop(sub.id, None)
-            self._chats.pop(sub.id, None)
+            self._untrack(sub.id)
         return removed
 
     async def for_chat(self, chat_id: int) -> list[Subscription]:
@@ -110,20 +118,15 @@ class SubscriptionService:
 
     async def chat_migrated(self, old_id: int, new_id: int) -> None:
         """A group became a supergroup: its subscriptions now belong to the new id."""
-        for sub_id in [s for s, chat in self._chats.items() if chat in (old_id, new_id)]:
-            self.matcher.remove(sub_id)
-            self._queries.pop(sub_id, None)
-            self._chats.pop(sub_id, None)
+        for sub_id in [s for s, live in self._live.items() if live.chat_id in (old_id, new_id)]:
+            self._untrack(sub_id)
         for sub in await self._store.subscriptions.for_chat(new_id):
-            node = parse(sub.query, max_length=None)
-            self.matcher.add(sub.id, new_id, node)
-            self._queries[sub.id] = (sub.query, node)
-            self._chats[sub.id] = new_id
+            self._track(sub.id, new_id, sub.query, parse(sub.query, max_length=None))
 
     def query_text(self, sub_id: int) -> str | None:
         """The canonical text of a live subscription (shown as "matched: …")."""
-        entry = self._queries.get(sub_id)
-        return None if entry is None else entry[0]
+        live = self._live.get(sub_id)
+        return None if live is None else live.query
 
     def followed_sources(self) -> set[str]:
         """Categories and archives that subscriptions name positively (to plan the feeds)."""
@@ -137,6 +140,6 @@ class SubscriptionService:
                     walk(child)
             # Under NOT a category only excludes papers, so it needs no feed of its own.
 
-        for _, node in self._queries.values():
-            walk(node)
+        for live in self._live.values():
+            walk(live.node)
         return found
