@@ -28,8 +28,8 @@ from bot.app import build_application
 from bot.clock import SystemClock
 from bot.config import load_settings
 from bot.delivery.sender import Sender
+from bot.models import Alert
 from bot.storage import Storage
-from bot.storage.outbox import Alert
 from tests.fakes.feedgen import synth_papers
 from tests.fakes.telegram_server import DEFAULT_TOKEN, FakeTelegram
 

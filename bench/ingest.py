@@ -33,8 +33,8 @@ from bot.arxiv.feeds import parse_rss
 from bot.clock import ManualClock
 from bot.config import load_settings
 from bot.pipeline import Pipeline
+from bot.query.service import SubscriptionService
 from bot.storage import Storage
-from bot.subscriptions import SubscriptionService
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed, synth_papers
 

@@ -84,8 +84,8 @@ from bot.query.parser import (
     Text,
     parse,
 )
+from bot.query.service import SubscriptionService
 from bot.storage import Storage
-from bot.subscriptions import SubscriptionService
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
 from tests.fakes.telegram_server import FakeTelegram, SentMessage

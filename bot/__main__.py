@@ -56,22 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in (None, "run"):
         return _run(settings)
     if args.command == "poll-once":
-        from bot.pipeline import poll_once_cli
+        from bot.cli import poll_once_cli
 
         return asyncio.run(poll_once_cli(settings, dry_run=args.dry_run))
     if args.command == "backup":
-        from bot.storage.db import Database
+        from bot.cli import backup_cli
 
-        async def _backup() -> int:
-            db = await Database.open(settings.database_path)
-            try:
-                await db.backup(args.path)
-            finally:
-                await db.close()
-            print(f"backup written to {args.path}")
-            return 0
-
-        return asyncio.run(_backup())
+        return asyncio.run(backup_cli(settings, args.path))
     return 2
 
 

@@ -21,17 +21,17 @@ from telegram.ext import (
 from bot.arxiv.client import ArxivClient
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
-from bot.context import BotContext, Services
 from bot.delivery.pacing import Pacer
+from bot.delivery.schedule import digest_due
 from bot.delivery.sender import Sender
 from bot.handlers import basic, buttons, library, overview, subscriptions
 from bot.handlers import settings as chat_settings
 from bot.handlers.common import record_chat
+from bot.handlers.context import BotContext, Services
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
-from bot.schedule import digest_due
+from bot.query.service import SubscriptionService
 from bot.storage import Storage
-from bot.subscriptions import SubscriptionService
 
 log = logging.getLogger(__name__)
 

@@ -117,3 +117,16 @@ class Match(NamedTuple):
     chat_id: int
     paper: Paper
     subscription_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One paper version due for one chat: what the outbox stores."""
+
+    chat_id: int
+    arxiv_id: str
+    version: int
+    kind: str  # "new" | "revision"
+    subscription_ids: tuple[int, ...] = ()
+    matched_queries: tuple[str, ...] = ()
+    saved_revision: bool = False

@@ -14,8 +14,8 @@ from telegram.ext import Application
 from bot.app import build_application, send_due_digests
 from bot.clock import ManualClock
 from bot.config import Settings, load_settings
-from bot.context import Services
 from bot.delivery.pacing import Pacer
+from bot.handlers.context import Services
 from bot.models import AnnounceType, Paper
 from bot.pipeline import PollReport
 from tests.fakes.arxiv_server import FakeArxivServer

@@ -11,11 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.arxiv.errors import ApiError, ArxivError, FeedError
 from bot.arxiv.feeds import (
-    ApiError,
     ApiResult,
-    ArxivError,
-    FeedError,
     RssFeed,
     detex_name,
     parse_api,

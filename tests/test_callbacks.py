@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.callbacks import (
+from bot.delivery.callbacks import (
     MAX_BYTES,
     Noop,
     RemoveSaved,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from bot.clock import SystemClock
 from bot.models import Paper
+from bot.query.service import SubscriptionService
 from bot.storage import Storage
-from bot.subscriptions import SubscriptionService
 from tests.conftest import make_paper
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from bot.app import prune
+from bot.models import Alert
 from bot.storage import Storage
 from bot.storage.db import Database
 from bot.storage.migrations import LATEST_VERSION, MIGRATIONS
-from bot.storage.outbox import Alert
 from tests.conftest import Harness, make_paper
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,11 +18,10 @@ from bot.arxiv.client import ArxivClient
 from bot.arxiv.plan import CATEGORIES, build_feed_plan
 from bot.clock import ManualClock
 from bot.config import Settings, load_settings
-from bot.models import AnnounceType, Paper
+from bot.models import Alert, AnnounceType, Paper
 from bot.pipeline import Pipeline, PollReport
+from bot.query.service import SubscriptionService
 from bot.storage import Storage
-from bot.storage.outbox import Alert
-from bot.subscriptions import SubscriptionService
 from tests.conftest import TOKEN, Harness, make_paper
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed

@@ -14,8 +14,8 @@ from pathlib import Path
 from bot.app import build_application
 from bot.clock import ManualClock, SystemClock
 from bot.delivery.pacing import Pacer
+from bot.query.service import SubscriptionService
 from bot.storage import Storage
-from bot.subscriptions import SubscriptionService
 from tests.conftest import Harness, make_paper, make_settings, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed

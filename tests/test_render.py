@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from telegram import InlineKeyboardMarkup
 
-from bot.callbacks import ToggleAbstract, ToggleSave, decode
+from bot.delivery.callbacks import ToggleAbstract, ToggleSave, decode
 from bot.delivery.diff import describe_changes
 from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import (

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.models import AnnounceType, Paper
+from bot.models import Alert, AnnounceType, Paper
 from bot.storage import Storage
 from bot.storage.db import Database
 from bot.storage.migrations import LATEST_VERSION
-from bot.storage.outbox import Alert
 
 NOW = 1_790_000_000.0
 

@@ -15,19 +15,16 @@ from urllib.parse import urlencode, urljoin
 import httpx
 
 from bot import __version__
-from bot.arxiv.feeds import (
+from bot.arxiv.errors import (
     ApiError,
-    ApiResult,
     ArxivError,
     FeedError,
     FetchTimeoutError,
     HTTPStatusError,
     NetworkError,
     RateLimitedError,
-    RssFeed,
-    parse_api,
-    parse_rss,
 )
+from bot.arxiv.feeds import ApiResult, RssFeed, parse_api, parse_rss
 from bot.models import ArxivId, Paper
 
 __all__ = [

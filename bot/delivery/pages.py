@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot import callbacks
+from bot.delivery import callbacks
 from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import RenderedMessage, shorten_authors, truncate_at_word
 from bot.i18n import t

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.callbacks import ToggleAbstract, ToggleSave, decode, encode
+from bot.delivery.callbacks import ToggleAbstract, ToggleSave, decode, encode
 from bot.delivery.diff import PaperDiff
 from bot.delivery.latex import clean_text, latex_to_unicode
 from bot.i18n import t

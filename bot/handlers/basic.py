@@ -6,9 +6,9 @@ import logging
 
 from telegram import Update
 
-from bot.context import BotContext
 from bot.handlers import library
 from bot.handlers.common import MAX_ARGUMENT_LENGTH, clean_argument, reply
+from bot.handlers.context import BotContext
 from bot.i18n import _, t
 from bot.models import ArxivId
 

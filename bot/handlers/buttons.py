@@ -8,11 +8,11 @@ from telegram import InlineKeyboardMarkup, Message, Update
 from telegram.constants import ParseMode
 from telegram.error import BadRequest
 
-from bot import callbacks
-from bot.context import BotContext
+from bot.delivery import callbacks
 from bot.delivery.diff import describe_changes
 from bot.delivery.render import render_alert, with_saved_state
 from bot.handlers import library, subscriptions
+from bot.handlers.context import BotContext
 from bot.i18n import t
 
 log = logging.getLogger(__name__)

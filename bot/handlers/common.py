@@ -11,7 +11,7 @@ from telegram import Update
 from telegram.constants import ChatMemberStatus, ChatType, ParseMode
 from telegram.error import BadRequest, TelegramError
 
-from bot.context import BotContext
+from bot.handlers.context import BotContext
 from bot.i18n import language_from_telegram, t
 
 log = logging.getLogger(__name__)

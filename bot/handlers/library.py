@@ -9,9 +9,8 @@ from telegram import Message, Update
 from telegram.constants import ParseMode
 from telegram.error import BadRequest
 
-from bot import callbacks
-from bot.arxiv.feeds import ArxivError
-from bot.context import BotContext
+from bot.arxiv.errors import ArxivError
+from bot.delivery import callbacks
 from bot.delivery.bibtex import to_bibtex
 from bot.delivery.pages import PAGE_SIZE, page_count, render_saved_page
 from bot.delivery.render import RenderedMessage, render_paper_card
@@ -20,6 +19,7 @@ from bot.handlers.common import (
     read_argument,
     reply,
 )
+from bot.handlers.context import BotContext
 from bot.i18n import t
 from bot.models import ArxivId
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from telegram import Update
 
 from bot import __version__
-from bot.context import BotContext
+from bot.delivery.schedule import local_time
 from bot.handlers.common import quote, reply
+from bot.handlers.context import BotContext
 from bot.i18n import t, tn
-from bot.schedule import local_time
 
 AI_CATEGORIES = ("cs.AI", "cs.LG", "cs.CL", "cs.CV", "cs.NE", "stat.ML")
 DAY = 86400

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from telegram import Update
 
-from bot.context import BotContext
+from bot.delivery.schedule import canonical_zone, local_time, next_digest_after, parse_hhmm
 from bot.handlers.common import (
     may_change_settings,
     quote,
     read_argument,
     reply,
 )
+from bot.handlers.context import BotContext
 from bot.i18n import SUPPORTED_LANGUAGES, t
-from bot.schedule import canonical_zone, local_time, next_digest_after, parse_hhmm
 
 
 async def pause(update: Update, context: BotContext) -> None:

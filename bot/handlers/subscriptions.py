@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 
-from bot import callbacks
-from bot.context import BotContext
+from bot.delivery import callbacks
 from bot.handlers.common import (
     clip,
     edit_quietly,
@@ -14,6 +13,7 @@ from bot.handlers.common import (
     read_argument,
     reply,
 )
+from bot.handlers.context import BotContext
 from bot.i18n import t, tn
 from bot.models import Subscription
 from bot.storage.subscriptions import MAX_SUBSCRIPTIONS_PER_CHAT

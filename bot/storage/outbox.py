@@ -9,20 +9,8 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from bot.models import Alert
 from bot.storage.db import Database
-
-
-@dataclass(frozen=True, slots=True)
-class Alert:
-    """One paper version due for one chat: what the outbox stores."""
-
-    chat_id: int
-    arxiv_id: str
-    version: int
-    kind: str  # "new" | "revision"
-    subscription_ids: tuple[int, ...] = ()
-    matched_queries: tuple[str, ...] = ()
-    saved_revision: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from bot.delivery.pacing import Pacer
     from bot.delivery.sender import Sender
     from bot.pipeline import Pipeline
+    from bot.query.service import SubscriptionService
     from bot.storage.chats import Chat
-    from bot.subscriptions import SubscriptionService
 
 
 @dataclass
