@@ -32,6 +32,7 @@ from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
+from bot.update_processor import PerChatUpdateProcessor
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +202,7 @@ def build_application(
         .rate_limiter(AIORateLimiter(overall_max_rate=30, group_max_rate=20, max_retries=0))
         .post_init(_post_init)
         .post_shutdown(_post_shutdown)
-        .concurrent_updates(False)
+        .concurrent_updates(PerChatUpdateProcessor())
         .build()
     )
     services = Services(settings=settings, storage=None, clock=clock,  # type: ignore[arg-type]

@@ -135,3 +135,11 @@ async def test_subscriptions_are_numbered_and_limited(store: Storage) -> None:
     assert (await store.subscriptions.add(42, "one-more", "one-more", NOW)).status == "limit"
     assert not await store.subscriptions.remove(99, first.subscription.id), "other chats can't"
     assert await store.subscriptions.remove(42, first.subscription.id)
+
+
+async def test_the_follow_preview_reads_at_most_its_limit_newest_first(store: Storage) -> None:
+    await store.papers.upsert_many([paper(f"2611.1000{n}") for n in range(1, 4)], now=1000.0)
+    await store.papers.upsert_many([paper(f"2611.1000{n}") for n in range(4, 6)], now=2000.0)
+    newest = await store.papers.seen_since(0.0, limit=2)
+    assert {p.arxiv_id for p in newest} == {"2611.10004", "2611.10005"}
+    assert len(await store.papers.seen_since(1500.0, limit=100)) == 2

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from bot.clock import Clock
-from bot.models import Subscription
+from bot.models import Paper, Subscription
 from bot.query.matcher import Matcher
 from bot.query.parser import And, Archive, Category, Node, Or, QueryError, canonical, parse
 from bot.storage import Storage
@@ -15,6 +17,8 @@ from bot.storage import Storage
 log = logging.getLogger(__name__)
 
 PREVIEW_DAYS = 7
+# Above a week of `cs` (five announcements of about 2,000 items): the newest are counted.
+PREVIEW_MAX_PAPERS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +37,11 @@ class _Live(NamedTuple):
     chat_id: int
     query: str  # canonical text
     node: Node
+
+
+def _count_matches(node: Node, papers: Sequence[Paper]) -> int:
+    preview = Matcher.build([(1, 1, node)])
+    return sum(len(matches) for matches in preview.match(papers).values())
 
 
 class SubscriptionService:
@@ -80,14 +89,17 @@ class SubscriptionService:
         self._track(result.subscription.id, chat_id, query, node)
         return FollowResult("added", result.subscription, await self._preview(node))
 
-    async def _preview(self, node) -> int:
-        """How many stored papers of the last week this query would have matched."""
+    async def _preview(self, node: Node) -> int:
+        """How many stored papers of the last week this query would have matched.
+
+        Matching a week of papers takes a while: it runs in a worker thread so other chats
+        are answered meanwhile, over the newest PREVIEW_MAX_PAPERS papers at most.
+        """
         since = self._clock.now() - PREVIEW_DAYS * 86400
-        papers = await self._store.papers.seen_since(since)
+        papers = await self._store.papers.seen_since(since, PREVIEW_MAX_PAPERS)
         if not papers:
             return 0
-        preview = Matcher.build([(1, 1, node)])
-        return sum(len(matches) for matches in preview.match(papers).values())
+        return await asyncio.to_thread(_count_matches, node, papers)
 
     async def unfollow(self, chat_id: int, number: int) -> Subscription | None:
         """Remove the chat's subscription shown as `number` in /list; None if there is none."""

@@ -240,12 +240,13 @@ class PaperRepository:
         )
         return None if row is None else paper_from_row(row)
 
-    async def seen_since(self, since: float) -> list[Paper]:
-        """Latest versions of papers stored or changed since `since` (for /follow previews)."""
+    async def seen_since(self, since: float, limit: int) -> list[Paper]:
+        """Latest versions of papers stored or changed since `since`, at most `limit` of them,
+        newest first (for /follow previews)."""
         rows = await self._db.fetchall(
             "SELECT * FROM papers WHERE last_changed_at >= ? AND from_feed = 1 "
-            "ORDER BY last_changed_at",
-            (since,),
+            "ORDER BY last_changed_at DESC LIMIT ?",
+            (since, limit),
         )
         return [paper_from_row(r) for r in rows]
 
