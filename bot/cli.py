@@ -6,6 +6,7 @@ from pathlib import Path
 
 from bot.arxiv.client import ArxivClient
 from bot.config import Settings
+from bot.delivery.compose import DIGEST_THRESHOLD
 from bot.models import Alert
 from bot.pipeline import Pipeline, PollReport
 from bot.query.service import SubscriptionService
@@ -32,11 +33,11 @@ def format_dry_run(report: PollReport, chat_titles: dict[int, str]) -> str:
         alerts = by_chat[chat_id]
         title = chat_titles.get(chat_id)
         name = f"chat {chat_id} {title}" if title else f"chat {chat_id}"
-        mode = " (as a digest)" if len(alerts) > 10 else ""
+        mode = " (as a digest)" if len(alerts) > DIGEST_THRESHOLD else ""
         lines.append(f"{name}: {len(alerts)} alert(s){mode}")
         for alert in alerts:
             paper = papers.get(alert.arxiv_id)
-            label = "revision" if alert.kind == "revision" else "new"
+            label = alert.kind
             why = ", ".join(alert.matched_queries) or "saved paper"
             paper_title = paper.title if paper else ""
             lines.append(f"  [{label}] {alert.arxiv_id}v{alert.version} {paper_title[:90]}"

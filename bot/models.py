@@ -119,6 +119,22 @@ class Match(NamedTuple):
     subscription_ids: tuple[int, ...] = ()
 
 
+class AlertKind(StrEnum):
+    """Why a chat hears of a paper version: a new paper, or a new version of one."""
+
+    NEW = "new"
+    REVISION = "revision"
+
+
+class OutboxStatus(StrEnum):
+    """Where an outbox row is on its way to the chat."""
+
+    PENDING = "pending"  # waiting to be sent (possibly not before its due time)
+    SENT = "sent"  # Telegram accepted it
+    FAILED = "failed"  # given up on, with the error
+    HELD = "held"  # the chat blocked the bot: kept until it writes again
+
+
 @dataclass(frozen=True, slots=True)
 class Alert:
     """One paper version due for one chat: what the outbox stores."""
@@ -126,7 +142,7 @@ class Alert:
     chat_id: int
     arxiv_id: str
     version: int
-    kind: str  # "new" | "revision"
+    kind: AlertKind
     subscription_ids: tuple[int, ...] = ()
     matched_queries: tuple[str, ...] = ()
     saved_revision: bool = False

@@ -21,7 +21,7 @@ from bot.arxiv.feeds import RssFeed
 from bot.arxiv.plan import build_feed_plan
 from bot.clock import Clock
 from bot.config import Settings
-from bot.models import Alert, PaperChange
+from bot.models import Alert, AlertKind, PaperChange
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
 
@@ -186,7 +186,7 @@ class Pipeline:
         wanted: dict[str, None] = {}
         # One revision is one alert per chat that gets it: look each version up once.
         revisions = dict.fromkeys((a.arxiv_id, a.version) for a in report.alerts
-                                  if a.kind == "revision")
+                                  if a.kind == AlertKind.REVISION)
         for arxiv_id, version in revisions:
             wanted[f"{arxiv_id}v{version}"] = None
             previous = await self._store.papers.previous_version(arxiv_id, version)
@@ -209,7 +209,8 @@ class Pipeline:
         fresh = [c for c in changes if c.status != "seen"]
         if not fresh:
             return []
-        kinds = {c.paper.arxiv_id: ("revision" if c.status == "revised" else "new") for c in fresh}
+        kinds = {c.paper.arxiv_id: AlertKind.REVISION if c.status == "revised" else AlertKind.NEW
+                 for c in fresh}
         matches = self._subscriptions.matcher.match([c.paper for c in fresh])
         by_key: dict[tuple[int, str], Alert] = {}
         for chat_id, chat_matches in matches.items():
@@ -231,7 +232,7 @@ class Pipeline:
                 for chat_id in chat_ids:
                     existing = by_key.get((chat_id, arxiv_id))
                     by_key[(chat_id, arxiv_id)] = Alert(
-                        chat_id, arxiv_id, paper.version, "revision",
+                        chat_id, arxiv_id, paper.version, AlertKind.REVISION,
                         existing.subscription_ids if existing else (),
                         existing.matched_queries if existing else (),
                         saved_revision=True,

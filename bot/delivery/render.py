@@ -19,14 +19,13 @@ from bot.delivery.callbacks import ToggleAbstract, ToggleSave, decode, encode
 from bot.delivery.diff import PaperDiff
 from bot.delivery.latex import clean_text, latex_to_unicode
 from bot.i18n import t
-from bot.models import ArxivId, Paper
+from bot.models import AlertKind, ArxivId, Paper
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_UNITS = 4000  # Telegram allows 4096; the margin absorbs any counting surprise
 PREVIEW_CHARS = 400  # abstract shown in a collapsed alert
 PREVIEW_SOURCE_CHARS = 3 * PREVIEW_CHARS  # raw text converted for a preview: plenty to spare
-DIGEST_THRESHOLD = 10  # more matches than this in one poll arrive as a digest
 DIGEST_BUTTONS_PER_ROW = 5
 # Telegram allows 100 buttons and 100 entities per message; each entry uses two entities.
 DIGEST_MAX_ENTRIES_PER_MESSAGE = 40
@@ -46,7 +45,7 @@ class DigestEntry:
     """One paper in a digest."""
 
     paper: Paper
-    kind: str = "new"  # "new" | "revision"
+    kind: AlertKind = AlertKind.NEW
     matched: tuple[str, ...] = ()
     saved: bool = False
 
@@ -190,14 +189,14 @@ class _AlertTexts:
 def render_alert(
     paper: Paper,
     *,
-    kind: str,
+    kind: AlertKind | str,
     matched: Sequence[str] = (),
     saved: bool = False,
     expanded: bool = False,
     diff: PaperDiff | None = None,
     lang: str = "en",
 ) -> RenderedMessage:
-    """An alert (`kind` "new" or "revision") or a card ("card", no badge) for one paper."""
+    """An alert (an `AlertKind`) or a card (`kind` "card", no badge) for one paper."""
     abstract_source, cut = (paper.abstract or "", False) if expanded else preview_source(
         paper.abstract or "")
     texts = _AlertTexts(_plain(paper.title), _plain(abstract_source), _plain(paper.comment))
@@ -233,16 +232,16 @@ def render_paper_card(
 def _alert_html(
     paper: Paper,
     texts: _AlertTexts,
-    kind: str,
+    kind: AlertKind | str,
     matched: Sequence[str],
     diff: PaperDiff | None,
     limits: _Limits,
     lang: str,
 ) -> str:
     lines: list[str] = []
-    if kind == "new":
+    if kind == AlertKind.NEW:
         lines.append("🆕 <b>" + _esc(t(lang, "New")) + "</b>")
-    elif kind == "revision":
+    elif kind == AlertKind.REVISION:
         lines.append("🔄 <b>" + _esc(t(lang, "Revised v{version}", version=paper.version))
                      + "</b>")
     lines.append(f"<b>{_clip(texts.title, limits.title)}</b>")
@@ -258,7 +257,7 @@ def _alert_html(
         lines.append("💬 " + _clip(texts.comment, limits.comment))
     if matched:
         lines.append(_matched_line(matched, limits, lang))
-    if kind == "revision" and diff is not None:
+    if kind == AlertKind.REVISION and diff is not None:
         lines.extend(_diff_lines(diff, limits.diff, lang))
     abstract = texts.abstract
     if limits.abstract is not None:
@@ -410,7 +409,7 @@ def _digest_entry(number: int, entry: DigestEntry, lang: str) -> str:
     paper = entry.paper
     title = _clip(_plain(paper.title), 220)
     badge = " 🔄 " + _esc(t(lang, "v{version}", version=paper.version)) \
-        if entry.kind == "revision" else ""
+        if entry.kind == AlertKind.REVISION else ""
     link_text = _clip(paper.versioned_id, 60)
     href = html.escape(paper.abs_url, quote=True)
     second = [_esc(_authors_text(paper.authors, 2, 40, lang)),

@@ -22,17 +22,15 @@ from telegram.error import (
 )
 
 from bot.clock import Clock
-from bot.delivery.diff import describe_changes
+from bot.delivery.compose import compose_for_chat
 from bot.delivery.pacing import Pacer
-from bot.delivery.render import DigestEntry, RenderedMessage, render_alert, render_digest
-from bot.i18n import tn
+from bot.delivery.render import RenderedMessage
 from bot.storage import Storage
 from bot.storage.chats import Chat
 from bot.storage.outbox import OutboxRow
 
 log = logging.getLogger(__name__)
 
-DIGEST_THRESHOLD = 10  # more pending alerts than this for one chat arrive as a digest
 MAX_RETRY_AFTER_WAITS = 3
 RETRY_BACKOFF_BASE = 5.0
 RETRY_BACKOFF_MAX = 600.0
@@ -149,65 +147,16 @@ class Sender:
         rows = await self._store.outbox.pending_for_chat(chat_id, self._clock.now())
         if not rows:
             return
-        if digest_mode_run or len(rows) > DIGEST_THRESHOLD:
-            await self._send_digest(chat, rows, report)
-            return
-        for row in rows:
-            if not await self._send_alert(chat, row, report):
+        composition = await compose_for_chat(self._store, chat, rows, digest_run=digest_mode_run)
+        if composition.missing:
+            await self._store.outbox.mark_failed([r.id for r in composition.missing],
+                                                 "paper missing from the store")
+            report.failed += len(composition.missing)
+        for outgoing in composition.messages:
+            if not await self._send_rows(chat, list(outgoing.rows), [outgoing.message], report):
                 return
-
-    async def _send_alert(self, chat: Chat, row: OutboxRow, report: DrainReport) -> bool:
-        """Send one alert; False when the chat can take no more now."""
-        alert = row.alert
-        store = self._store
-        paper = await store.papers.get(alert.arxiv_id, alert.version) or await store.papers.get(
-            alert.arxiv_id
-        )
-        if paper is None:
-            await store.outbox.mark_failed([row.id], "paper missing from the store")
-            report.failed += 1
-            return True
-        diff = None
-        if alert.kind == "revision":
-            previous = await store.papers.previous_version(alert.arxiv_id, alert.version)
-            if previous is not None:
-                diff = describe_changes(previous, paper)
-        message = render_alert(
-            paper,
-            kind=alert.kind,
-            matched=alert.matched_queries,
-            saved=await store.saved.is_saved(chat.id, alert.arxiv_id),
-            expanded=False,
-            diff=diff,
-            lang=chat.language,
-        )
-        return await self._send_rows(chat, [row], [message], report)
-
-    async def _send_digest(self, chat: Chat, rows: list[OutboxRow], report: DrainReport) -> None:
-        # Each entry shows its own row's version: a chat can have two versions of one paper
-        # waiting (a revision during a pause), and each must be shown once, as itself.
-        papers = await self._store.papers.get_versions(
-            [(r.alert.arxiv_id, r.alert.version) for r in rows])
-        entries, kept = [], []
-        for row in rows:
-            paper = papers.get((row.alert.arxiv_id, row.alert.version))
-            if paper is None:
-                await self._store.outbox.mark_failed([row.id], "paper missing from the store")
-                report.failed += 1
-                continue
-            entries.append(DigestEntry(paper=paper, kind=row.alert.kind,
-                                       matched=row.alert.matched_queries))
-            kept.append(row)
-        if not kept:
-            return
-        title = tn(chat.language, "{count} new match", "{count} new matches", len(kept))
-        messages = render_digest(entries, lang=chat.language, title=title)
-        # Each message of a digest carries some entries; rows are marked sent per message.
-        per_message = _split_rows(kept, messages)
-        for message_rows, message in zip(per_message, messages, strict=True):
-            if not await self._send_rows(chat, message_rows, [message], report):
-                return
-        report.digests += 1
+        if composition.digest and composition.messages:
+            report.digests += 1
 
     async def _send_rows(self, chat: Chat, rows: list[OutboxRow],
                          messages: list[RenderedMessage], report: DrainReport) -> bool:
@@ -231,7 +180,6 @@ class Sender:
                 case Blocked(error):
                     log.info("chat %s blocked the bot; holding its alerts", chat.id)
                     await self._store.chats.mark_inactive(chat.id, error, self._clock.now())
-                    await self._store.outbox.hold_chat(chat.id, error)
                     report.blocked_chats += 1
                     return False
                 case Failed(error):
@@ -295,16 +243,3 @@ class Sender:
 
 def _seconds(value: int | float | timedelta) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
-
-
-def _split_rows(rows: list[OutboxRow], messages: list[RenderedMessage]) -> list[list[OutboxRow]]:
-    """Assign rows to the digest messages that show them, in order."""
-    if len(messages) == 1:
-        return [rows]
-    assigned: list[list[OutboxRow]] = []
-    start = 0
-    for index, message in enumerate(messages):
-        count = message.entry_count if index < len(messages) - 1 else len(rows) - start
-        assigned.append(rows[start:start + count])
-        start += count
-    return assigned

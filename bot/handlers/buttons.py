@@ -6,12 +6,12 @@ import logging
 
 from telegram import InlineKeyboardMarkup, Message, Update
 from telegram.constants import ParseMode
-from telegram.error import BadRequest
 
 from bot.delivery import callbacks
-from bot.delivery.diff import describe_changes
-from bot.delivery.render import render_alert, with_saved_state
+from bot.delivery.compose import alert_message, load_paper
+from bot.delivery.render import with_saved_state
 from bot.handlers import library, subscriptions
+from bot.handlers.common import edit_quietly
 from bot.handlers.context import BotContext
 from bot.i18n import t
 
@@ -82,7 +82,7 @@ async def on_save(update: Update, context: BotContext, action: callbacks.ToggleS
                        else t(lang, "Removed from your library"))
     if isinstance(message, Message) and message.reply_markup is not None:
         markup = with_saved_state(message.reply_markup, paper.arxiv_id, saved=saved, lang=lang)
-        await _quietly(message.edit_reply_markup(reply_markup=markup))
+        await edit_quietly(message.edit_reply_markup(reply_markup=markup))
 
 
 def _press_intent(markup: InlineKeyboardMarkup | None, arxiv_id: str, lang: str) -> bool | None:
@@ -109,36 +109,18 @@ async def on_abstract(update: Update, context: BotContext,
     query = update.callback_query
     lang = context.lang
     store = context.store
-    arxiv_id, version = action.paper.base, action.paper.version
-    paper = await store.papers.get(arxiv_id, version) or await store.papers.get(arxiv_id)
+    paper = await load_paper(store, action.paper.base, action.paper.version)
     message = query.message
     if paper is None or not isinstance(message, Message):
         await query.answer(t(lang, "This button has expired. Please send the command again."))
         return
     chat_id = update.effective_chat.id
     row = await store.outbox.by_message(chat_id, message.message_id)
-    kind, matched, diff = "card", (), None
-    if row is not None and row.alert.arxiv_id == arxiv_id:
-        kind, matched = row.alert.kind, row.alert.matched_queries
-        if kind == "revision" and (previous := await store.papers.previous_version(
-                arxiv_id, paper.version)) is not None:
-            diff = describe_changes(previous, paper)
-    rendered = render_alert(
-        paper, kind=kind, matched=matched,
-        saved=await store.saved.is_saved(chat_id, arxiv_id),
-        expanded=action.expand, diff=diff, lang=lang,
-    )
+    if row is not None and row.alert.arxiv_id != paper.arxiv_id:
+        row = None  # a digest's message: the paper is shown as a card
+    rendered = await alert_message(store, chat_id, lang, paper, row, expanded=action.expand)
     await query.answer()
-    await _quietly(message.edit_text(
+    await edit_quietly(message.edit_text(
         rendered.text, parse_mode=ParseMode.HTML, reply_markup=rendered.reply_markup,
         disable_web_page_preview=True,
     ))
-
-
-async def _quietly(edit) -> None:
-    """Run an edit; a double press ("message is not modified") is not an error."""
-    try:
-        await edit
-    except BadRequest as exc:
-        if "not modified" not in str(exc).lower():
-            raise

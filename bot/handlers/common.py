@@ -31,7 +31,6 @@ async def record_chat(update: Update, context: BotContext) -> None:
         # Blocked, or removed from the group: that is no sign of life. Hold its alerts.
         await context.store.chats.mark_inactive(chat.id, "the bot was blocked or removed",
                                                 context.now())
-        await context.store.outbox.hold_chat(chat.id, "the bot was blocked or removed")
         context.chat_data["record"] = await context.store.chats.get(chat.id)
         return
     user = update.effective_user

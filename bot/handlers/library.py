@@ -7,7 +7,6 @@ import logging
 
 from telegram import Message, Update
 from telegram.constants import ParseMode
-from telegram.error import BadRequest
 
 from bot.arxiv.errors import ArxivError
 from bot.delivery import callbacks
@@ -15,6 +14,7 @@ from bot.delivery.bibtex import to_bibtex
 from bot.delivery.pages import PAGE_SIZE, page_count, render_saved_page
 from bot.delivery.render import RenderedMessage, render_paper_card
 from bot.handlers.common import (
+    edit_quietly,
     quote,
     read_argument,
     reply,
@@ -44,13 +44,9 @@ async def _show_page(update: Update, context: BotContext, page: int) -> None:
     view = await _page_view(context, update.effective_chat.id, page)
     message = update.callback_query.message
     if isinstance(message, Message):
-        try:
-            await message.edit_text(view.text, parse_mode=ParseMode.HTML,
-                                    reply_markup=view.reply_markup,
-                                    disable_web_page_preview=True)
-        except BadRequest as exc:
-            if "not modified" not in str(exc).lower():
-                raise
+        await edit_quietly(message.edit_text(view.text, parse_mode=ParseMode.HTML,
+                                             reply_markup=view.reply_markup,
+                                             disable_web_page_preview=True))
 
 
 async def on_page_button(update: Update, context: BotContext,

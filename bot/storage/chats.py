@@ -123,12 +123,19 @@ class ChatRepository:
         await self._db.execute("UPDATE chats SET paused = ? WHERE id = ?", (int(paused), chat_id))
 
     async def mark_inactive(self, chat_id: int, reason: str, now: float) -> None:
-        """The chat blocked the bot (or is gone): skip it until it writes again."""
-        await self._db.execute(
-            "UPDATE chats SET inactive_since = COALESCE(inactive_since, ?), inactive_reason = ? "
-            "WHERE id = ?",
-            (now, reason, chat_id),
-        )
+        """The chat blocked the bot (or is gone): skip it, and hold its pending alerts (kept,
+        not dropped), until it writes again."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE chats SET inactive_since = COALESCE(inactive_since, ?), "
+                "inactive_reason = ? WHERE id = ?",
+                (now, reason, chat_id),
+            )
+            await conn.execute(
+                "UPDATE outbox SET status = 'held', last_error = ? "
+                "WHERE chat_id = ? AND status = 'pending'",
+                (reason[:500], chat_id),
+            )
 
     async def migrate_id(self, old_id: int, new_id: int) -> None:
         """A group became a supergroup: move the chat and everything it owns to the new id.

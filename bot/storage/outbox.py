@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import aiosqlite
 
-from bot.models import Alert
+from bot.models import Alert, AlertKind, OutboxStatus
 from bot.storage.db import Database
 
 
@@ -19,7 +19,7 @@ class OutboxRow:
 
     id: int
     alert: Alert
-    status: str
+    status: OutboxStatus
     attempts: int
     created_at: float
     message_id: int | None
@@ -32,12 +32,12 @@ def _row(row: sqlite3.Row) -> OutboxRow:
             chat_id=row["chat_id"],
             arxiv_id=row["arxiv_id"],
             version=row["version"],
-            kind=row["kind"],
+            kind=AlertKind(row["kind"]),
             subscription_ids=tuple(json.loads(row["subscription_ids"])),
             matched_queries=tuple(json.loads(row["matched_queries"])),
             saved_revision=bool(row["saved_revision"]),
         ),
-        status=row["status"],
+        status=OutboxStatus(row["status"]),
         attempts=row["attempts"],
         created_at=row["created_at"],
         message_id=row["message_id"],
@@ -130,14 +130,6 @@ class OutboxRepository:
                 [(error[:500], row_id) for row_id in row_ids],
             )
 
-    async def hold_chat(self, chat_id: int, error: str) -> None:
-        """Keep a blocked chat's pending alerts (not dropped) until it writes again."""
-        await self._db.execute(
-            "UPDATE outbox SET status = 'held', last_error = ? "
-            "WHERE chat_id = ? AND status = 'pending'",
-            (error[:500], chat_id),
-        )
-
     async def by_message(self, chat_id: int, message_id: int) -> OutboxRow | None:
         """The alert behind a message the bot sent (for re-rendering on a button press)."""
         row = await self._db.fetchone(
@@ -148,7 +140,7 @@ class OutboxRepository:
 
     async def counts(self) -> dict[str, int]:
         rows = await self._db.fetchall("SELECT status, COUNT(*) AS n FROM outbox GROUP BY status")
-        counts = {"pending": 0, "sent": 0, "failed": 0, "held": 0}
+        counts = {status.value: 0 for status in OutboxStatus}
         counts.update({r["status"]: int(r["n"]) for r in rows})
         return counts
 

@@ -1,0 +1,105 @@
+"""Outbox rows → messages: load the paper, diff a revision against the version before, render.
+
+The one place that turns stored alerts into what a chat sees, for the sender (a new alert or a
+digest) and for the buttons (the same alert redrawn, expanded or collapsed). No network I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.delivery.diff import describe_changes
+from bot.delivery.render import DigestEntry, RenderedMessage, render_alert, render_digest
+from bot.i18n import tn
+from bot.models import AlertKind, Paper
+from bot.storage import Storage
+from bot.storage.chats import Chat
+from bot.storage.outbox import OutboxRow
+
+DIGEST_THRESHOLD = 10  # more pending alerts than this for one chat arrive as a digest
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One message to send and the outbox rows it delivers (one alert, or a digest's part)."""
+
+    rows: tuple[OutboxRow, ...]
+    message: RenderedMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """What a chat's pending rows become: messages in sending order, and rows that cannot be
+    shown because their paper is no longer stored."""
+
+    messages: list[Outgoing]
+    missing: list[OutboxRow]
+    digest: bool
+
+
+async def load_paper(store: Storage, arxiv_id: str, version: int | None) -> Paper | None:
+    """That version of the paper, or its latest stored version if that one is gone."""
+    return await store.papers.get(arxiv_id, version) or await store.papers.get(arxiv_id)
+
+
+async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
+                        row: OutboxRow | None, *, expanded: bool = False) -> RenderedMessage:
+    """The message of one alert row for `paper` (a revision with what changed), or a plain
+    card when the message was no alert (`row` None)."""
+    kind, matched, diff = "card", (), None
+    if row is not None:
+        kind, matched = row.alert.kind, row.alert.matched_queries
+        if kind == AlertKind.REVISION:
+            previous = await store.papers.previous_version(paper.arxiv_id, paper.version)
+            if previous is not None:
+                diff = describe_changes(previous, paper)
+    return render_alert(
+        paper, kind=kind, matched=matched,
+        saved=await store.saved.is_saved(chat_id, paper.arxiv_id),
+        expanded=expanded, diff=diff, lang=lang,
+    )
+
+
+async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow], *,
+                           digest_run: bool = False) -> Composition:
+    """The messages for a chat's pending rows: one alert each, or a digest when there are more
+    than DIGEST_THRESHOLD of them or the chat's daily digest is due (`digest_run`)."""
+    if digest_run or len(rows) > DIGEST_THRESHOLD:
+        return await _digest(store, chat, rows)
+    messages, missing = [], []
+    for row in rows:
+        paper = await load_paper(store, row.alert.arxiv_id, row.alert.version)
+        if paper is None:
+            missing.append(row)
+            continue
+        message = await alert_message(store, chat.id, chat.language, paper, row)
+        messages.append(Outgoing((row,), message))
+    return Composition(messages, missing, digest=False)
+
+
+async def _digest(store: Storage, chat: Chat, rows: Sequence[OutboxRow]) -> Composition:
+    # Each entry shows its own row's version: a chat can have two versions of one paper
+    # waiting (a revision during a pause), and each must be shown once, as itself.
+    papers = await store.papers.get_versions(
+        [(r.alert.arxiv_id, r.alert.version) for r in rows])
+    entries, kept, missing = [], [], []
+    for row in rows:
+        paper = papers.get((row.alert.arxiv_id, row.alert.version))
+        if paper is None:
+            missing.append(row)
+            continue
+        entries.append(DigestEntry(paper=paper, kind=row.alert.kind,
+                                   matched=row.alert.matched_queries))
+        kept.append(row)
+    if not kept:
+        return Composition([], missing, digest=True)
+    title = tn(chat.language, "{count} new match", "{count} new matches", len(kept))
+    rendered = render_digest(entries, lang=chat.language, title=title)
+    # Each message of a digest carries some entries; rows are marked sent per message.
+    messages, start = [], 0
+    for index, message in enumerate(rendered):
+        count = message.entry_count if index < len(rendered) - 1 else len(kept) - start
+        messages.append(Outgoing(tuple(kept[start:start + count]), message))
+        start += count
+    return Composition(messages, missing, digest=True)
