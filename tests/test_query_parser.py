@@ -15,6 +15,7 @@ from bot.query.parser import (
     QueryError,
     Text,
     canonical,
+    cjk_terms,
     parse,
 )
 
@@ -257,3 +258,63 @@ def test_and_and_or_do_not_depend_on_order(left: str, right: str) -> None:
         raise AssertionError from error
     assert parse(f"({right}) AND ({left})") == forward
     assert canonical(parse(f"({right}) OR ({left})")) == canonical(either)
+
+
+# --- full-width input (Chinese and Japanese input methods) ---------------------------------
+
+
+def full_width(text: str) -> str:
+    """`text` as a CJK input method types it: ASCII symbols, letters and digits full-width
+    (U+FF01–U+FF5E), spaces ideographic (U+3000)."""
+    return "".join(
+        "\u3000" if ch == " " else chr(ord(ch) + 0xFEE0) if "!" <= ch <= "~" else ch
+        for ch in text
+    )
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("cs.LG －survey", "cs.LG -survey"),
+    ("au：Yoneki", "au:Yoneki"),
+    ("cs.CL （RAG OR retrieval）", "cs.CL (RAG OR retrieval)"),
+    ("ti：＂graph neural＂　cs.LG", 'ti:"graph neural" cs.LG'),
+    ("quantiz＊ ＮＯＴ cs.CV", "quantiz* NOT cs.CV"),
+])
+def test_full_width_symbols_mean_their_ascii_forms(typed: str, meant: str) -> None:
+    assert parse(typed) == parse(meant)
+
+
+def test_a_full_width_minus_excludes_rather_than_requires() -> None:
+    assert canonical(parse("cs.LG －survey")) == "cat:cs.LG NOT survey"
+
+
+@given(QUERIES)
+@settings(max_examples=300)
+def test_a_query_and_its_full_width_form_parse_to_the_same_canonical_form(query: str) -> None:
+    try:
+        expected = canonical(parse(query))
+    except QueryError as error:
+        with pytest.raises(QueryError) as caught:
+            parse(full_width(query))
+        assert (caught.value.message, caught.value.position) == (error.message, error.position)
+        return
+    assert canonical(parse(full_width(query))) == expected
+
+
+@given(st.text(alphabet=_ALPHABET, max_size=40))
+@settings(max_examples=300)
+def test_query_like_noise_reads_the_same_in_full_width(text: str) -> None:
+    try:
+        expected: object = parse(text)
+    except QueryError as error:
+        expected = (error.message, error.position)
+    try:
+        actual: object = parse(full_width(text))
+    except QueryError as error:
+        actual = (error.message, error.position)
+    assert actual == expected
+
+
+def test_cjk_terms_are_found_wherever_they_are_in_the_query() -> None:
+    assert cjk_terms(parse("cs.LG 扩散模型")) == ["扩散模型"]
+    assert cjk_terms(parse("cs.LG (ti:大模型 OR diffusion) -综述")) == ["大模型", "综述"]
+    assert cjk_terms(parse('cs.LG au:"E. Yoneki" ti:"graph neural"')) == []

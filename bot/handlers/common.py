@@ -13,6 +13,7 @@ from telegram.error import BadRequest, TelegramError
 
 from bot.handlers.context import BotContext
 from bot.i18n import language_from_telegram, t
+from bot.query.text import normalise_input
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +64,12 @@ def command_argument(update: Update) -> str:
 
 
 def clean_argument(text: str) -> str | None:
-    """The argument without zero-width or direction marks; None if control characters remain."""
+    """The argument without zero-width or direction marks, full-width forms as ASCII (NFKC);
+    None if control characters remain."""
     stripped = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     if any(unicodedata.category(ch) == "Cc" and ch not in " " for ch in stripped):
         return None
-    return " ".join(stripped.split())
+    return " ".join(normalise_input(stripped).split())
 
 
 def argument_problem(context: BotContext, raw: str) -> str | None:

@@ -60,7 +60,18 @@ async def follow(update: Update, context: BotContext) -> None:
             lang, "✅ Following #{number}: <code>{query}</code>\n{preview}",
             number=result.subscription.number, query=quote(result.subscription.query),
             preview=preview,
-        ))
+        ) + _cjk_note(lang, result.cjk_terms))
+
+
+def _cjk_note(lang: str, terms: tuple[str, ...]) -> str:
+    """A warning for CJK keywords: accepted, but arXiv's titles and abstracts are English."""
+    if not terms:
+        return ""
+    return "\n" + t(
+        lang, "ℹ️ arXiv titles and abstracts are in English, so {terms} matches only papers "
+        "that contain these very characters. English keywords find far more.",
+        terms=", ".join(f"<code>{quote(term)}</code>" for term in terms),
+    )
 
 
 async def unfollow(update: Update, context: BotContext) -> None:

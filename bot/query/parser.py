@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.i18n import _
-from bot.query.text import PersonName, split_name, words
+from bot.query.text import PersonName, has_cjk, normalise_input, split_name, words
 
 MAX_QUERY_LENGTH = 300
 MIN_PREFIX_LENGTH = 3
@@ -434,12 +434,28 @@ def parse(query: str, *, max_length: int | None = MAX_QUERY_LENGTH) -> Node:
     """Parse a `/follow` query into its normalised AST, or raise `QueryError`.
 
     A canonical text may be longer than what the user typed (`cs.LG` becomes `cat:cs.LG`), so
-    stored queries are re-read with `max_length=None`.
+    stored queries are re-read with `max_length=None`. Full-width symbols typed by a CJK input
+    method mean their ASCII forms (`normalise_input`).
     """
+    query = normalise_input(query)
     if max_length is not None and len(query) > max_length:
         raise QueryError(_("query is longer than {maximum} characters"), max_length + 1,
                          maximum=max_length)
     return _parse(query)
+
+
+def cjk_terms(node: Node) -> list[str]:
+    """The query's terms written in a CJK script (they rarely match arXiv's English text)."""
+    match node:
+        case Text(_, text_words, _):
+            return [" ".join(text_words)] if any(map(has_cjk, text_words)) else []
+        case Author(name):
+            return [str(name)] if has_cjk(str(name)) else []
+        case Not(child):
+            return cjk_terms(child)
+        case And(children) | Or(children):
+            return [term for child in children for term in cjk_terms(child)]
+    return []
 
 
 def _parse(query: str) -> Node:

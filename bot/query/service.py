@@ -11,7 +11,17 @@ from typing import NamedTuple
 from bot.clock import Clock
 from bot.models import Paper, Subscription
 from bot.query.matcher import Matcher
-from bot.query.parser import And, Archive, Category, Node, Or, QueryError, canonical, parse
+from bot.query.parser import (
+    And,
+    Archive,
+    Category,
+    Node,
+    Or,
+    QueryError,
+    canonical,
+    cjk_terms,
+    parse,
+)
 from bot.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -29,6 +39,7 @@ class FollowResult:
     subscription: Subscription | None = None
     preview_matches: int = 0
     error: QueryError | None = None
+    cjk_terms: tuple[str, ...] = ()  # terms in a CJK script: arXiv's texts are English
 
 
 class _Live(NamedTuple):
@@ -87,7 +98,8 @@ class SubscriptionService:
         if result.status != "added" or result.subscription is None:
             return FollowResult(result.status, result.subscription)
         self._track(result.subscription.id, chat_id, query, node)
-        return FollowResult("added", result.subscription, await self._preview(node))
+        return FollowResult("added", result.subscription, await self._preview(node),
+                            cjk_terms=tuple(cjk_terms(node)))
 
     async def _preview(self, node: Node) -> int:
         """How many stored papers of the last week this query would have matched.

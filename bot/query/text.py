@@ -127,6 +127,26 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFKD", text.translate(_TRANSLATE))
 
 
+def normalise_input(text: str) -> str:
+    """What a person typed, in its compatibility form (NFKC).
+
+    A Chinese or Japanese input method types full-width punctuation by default: `－survey`,
+    `au：Yoneki`, `（a OR b）` and the ideographic space must mean what their ASCII forms mean.
+    """
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
+# Han (with extensions and compatibility ideographs), kana and Hangul: the scripts a CJK input
+# method types, which arXiv's English titles and abstracts almost never contain.
+_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+                     "\uf900-\ufaff\U00020000-\U0003134f]")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether `text` holds a Chinese, Japanese or Korean letter."""
+    return _CJK_RE.search(text) is not None
+
+
 def words(text: str) -> list[str]:
     """The normalised words of `text`, in order (`"Graph-Neural Nets"` → graph, neural, nets)."""
     return _WORD_RE.findall(fold(text))
