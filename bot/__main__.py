@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bot import __version__
 from bot.config import ConfigError, Settings, configure_logging, load_settings
+from bot.storage.lock import DatabaseLock, DatabaseLocked
 
 log = logging.getLogger("bot")
 
@@ -53,6 +54,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings)
+    # Whatever sends or stores alerts holds the database's lock for as long as it runs;
+    # a dry run and a backup only read, so they may run beside the bot.
+    lock: DatabaseLock | None = None
+    if args.command in (None, "run") or (args.command == "poll-once" and not args.dry_run):
+        try:
+            lock = DatabaseLock(settings.database_path).acquire()
+        except DatabaseLocked as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    try:
+        return _dispatch(args, settings)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command in (None, "run"):
         return _run(settings)
     if args.command == "poll-once":
