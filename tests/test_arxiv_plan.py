@@ -9,7 +9,6 @@ from bot.arxiv.plan import (
     archive_of,
     build_feed_plan,
     canonical_name,
-    feed_urls,
     is_archive,
 )
 
@@ -17,7 +16,8 @@ RSS = "https://rss.arxiv.org/rss"
 
 
 def test_archive_covers_its_categories_and_others_are_added() -> None:
-    urls = feed_urls(["cs"], {"stat.ML", "cs.LG", "math.AG", "hep-th"}, rss_url=RSS)
+    plan = build_feed_plan(["cs"], {"stat.ML", "cs.LG", "math.AG", "hep-th"}, rss_url=RSS)
+    urls = list(plan.urls)
 
     assert urls == [f"{RSS}/cs+hep-th+math.AG+stat.ML"]
 
@@ -49,14 +49,15 @@ def test_categories_belong_to_their_archive(category: str, archive: str) -> None
 
 
 def test_math_ph_is_its_own_archive_not_part_of_math() -> None:
-    assert feed_urls(["math"], ["math-ph"], rss_url=RSS) == [f"{RSS}/math+math-ph"]
+    assert list(build_feed_plan(["math"], ["math-ph"], rss_url=RSS).urls) == [f"{RSS}/math+math-ph"]
     assert is_archive("math-ph")
 
 
 def test_user_spelling_is_normalised_to_arxivs() -> None:
     assert canonical_name("CS.lg") == "cs.LG"
     assert canonical_name(" cond-mat.STR-EL ") == "cond-mat.str-el"
-    assert feed_urls([], ["cs.lg", "Quant-Ph"], rss_url=RSS) == [f"{RSS}/cs.LG+quant-ph"]
+    plan = build_feed_plan([], ["cs.lg", "Quant-Ph"], rss_url=RSS)
+    assert list(plan.urls) == [f"{RSS}/cs.LG+quant-ph"]
 
 
 @pytest.mark.parametrize("name", [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -41,7 +43,7 @@ async def test_a_fresh_database_is_migrated_in_wal_mode(tmp_path: Path) -> None:
         tables = {r[0] for r in await db.fetchall(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"chats", "subscriptions", "papers", "paper_versions", "outbox", "saved",
-                "sources", "digests", "polls", "schema_version"} <= tables
+                "sources", "schema_version"} <= tables
     finally:
         await db.close()
 
@@ -143,3 +145,30 @@ async def test_the_follow_preview_reads_at_most_its_limit_newest_first(store: St
     newest = await store.papers.seen_since(0.0, limit=2)
     assert {p.arxiv_id for p in newest} == {"2611.10004", "2611.10005"}
     assert len(await store.papers.seen_since(1500.0, limit=100)) == 2
+
+
+async def test_a_read_never_sees_another_coroutines_uncommitted_rows(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "bot.sqlite3")
+    try:
+        inside = asyncio.Event()
+        release = asyncio.Event()
+
+        async def writer_that_rolls_back() -> None:
+            with contextlib.suppress(RuntimeError):
+                async with db.transaction() as conn:
+                    await conn.execute(
+                        "INSERT INTO chats (id, type, created_at, last_seen_at)"
+                        " VALUES (7, 'private', 0, 0)")
+                    inside.set()
+                    await release.wait()
+                    raise RuntimeError("the transaction fails after its insert")
+
+        task = asyncio.create_task(writer_that_rolls_back())
+        await inside.wait()
+        seen_mid_transaction = await db.fetchval("SELECT COUNT(*) FROM chats WHERE id = 7")
+        release.set()
+        await task
+        assert seen_mid_transaction == 0, "a read saw a row that was then rolled back"
+        assert await db.fetchval("SELECT COUNT(*) FROM chats WHERE id = 7") == 0
+    finally:
+        await db.close()

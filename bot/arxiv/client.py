@@ -167,17 +167,6 @@ class ArxivClient:
             papers.extend(result.papers)
         return papers
 
-    async def search(self, query: str, *, start: int = 0, max_results: int = 10,
-                     sort_by: str = "relevance", sort_order: str = "descending") -> ApiResult:
-        """Run an arXiv API `search_query` (e.g. `au:del_maestro AND cat:cond-mat.str-el`)."""
-        return await self._api({
-            "search_query": query,
-            "start": str(start),
-            "max_results": str(max_results),
-            "sortBy": sort_by,
-            "sortOrder": sort_order,
-        })
-
     async def _api(self, params: dict[str, str]) -> ApiResult:
         url = f"{self.api_url}?{urlencode(params, safe=',:/')}"
         # arXiv's API reports bad queries as an Atom error entry with HTTP 400.

@@ -115,18 +115,6 @@ def build_feed_plan(
     )
 
 
-def feed_urls(
-    archives: Iterable[str],
-    followed: Iterable[str],
-    *,
-    rss_url: str,
-    max_url_length: int = DEFAULT_MAX_URL_LENGTH,
-) -> list[str]:
-    """Just the URLs of `build_feed_plan`."""
-    plan = build_feed_plan(archives, followed, rss_url=rss_url, max_url_length=max_url_length)
-    return list(plan.urls)
-
-
 def _chunk_urls(base: str, sources: list[str], max_url_length: int) -> list[str]:
     urls: list[str] = []
     current: list[str] = []

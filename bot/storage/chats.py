@@ -147,7 +147,7 @@ class ChatRepository:
         async with self._db.transaction() as conn:
             cursor = await conn.execute("SELECT 1 FROM chats WHERE id = ?", (new_id,))
             if await cursor.fetchone() is None:
-                # ON UPDATE CASCADE carries subscriptions, saved, outbox and digests along.
+                # ON UPDATE CASCADE carries subscriptions, saved and outbox along.
                 await conn.execute("UPDATE chats SET id = ? WHERE id = ?", (new_id, old_id))
                 return
             await conn.execute(
@@ -160,7 +160,7 @@ class ChatRepository:
                 """,
                 {"old": old_id, "new": new_id},
             )
-            for table in ("subscriptions", "saved", "outbox", "digests"):
+            for table in ("subscriptions", "saved", "outbox"):
                 await conn.execute(
                     f"UPDATE OR IGNORE {table} SET chat_id = ? WHERE chat_id = ?",
                     (new_id, old_id),

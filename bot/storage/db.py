@@ -29,12 +29,19 @@ def in_chunks(values: Iterable[T]) -> Iterator[tuple[list[T], str]]:
 
 
 class Database:
-    """One aiosqlite connection shared by the bot; writes go through `transaction()`."""
+    """A writer connection (writes go through `transaction()`) and a read-only reader.
+
+    Reads never use the writer: it may be inside another coroutine's open transaction, and a
+    read there would see rows that are not committed yet (and may be rolled back). WAL lets the
+    separate reader see exactly the last commit without waiting for the writer's lock. An
+    in-memory database cannot be shared by two connections, so there reads take the lock.
+    """
 
     def __init__(self, connection: aiosqlite.Connection, path: Path) -> None:
         self._conn = connection
+        self._reader: aiosqlite.Connection | None = None
         self.path = path
-        # One connection is shared by every coroutine; the lock keeps one transaction's
+        # One writer connection is shared by every coroutine; the lock keeps one transaction's
         # statements from interleaving with another's.
         self._lock = asyncio.Lock()
 
@@ -53,16 +60,34 @@ class Database:
         db = cls(conn, path)
         if migrate:
             await db.migrate()
+        if str(path) != ":memory:":
+            reader = await aiosqlite.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            reader.row_factory = sqlite3.Row
+            await reader.execute("PRAGMA foreign_keys=ON")
+            await reader.execute("PRAGMA busy_timeout=5000")
+            db._reader = reader
         return db
 
     async def close(self) -> None:
+        if self._reader is not None:
+            await self._reader.close()
         await self._conn.close()
+
+    @asynccontextmanager
+    async def _read(self, sql: str, params: Sequence[Any]) -> AsyncIterator[aiosqlite.Cursor]:
+        if self._reader is not None:
+            async with self._reader.execute(sql, params) as cursor:
+                yield cursor
+            return
+        async with self._lock, self._conn.execute(sql, params) as cursor:
+            yield cursor
 
     async def schema_version(self) -> int:
         await self._conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
         )
-        row = await self.fetchone("SELECT MAX(version) AS v FROM schema_version")
+        async with self._conn.execute("SELECT MAX(version) AS v FROM schema_version") as cursor:
+            row = await cursor.fetchone()
         return int(row["v"]) if row and row["v"] is not None else 0
 
     async def migrate(self, target: int = LATEST_VERSION) -> list[int]:
@@ -103,11 +128,13 @@ class Database:
             return cursor.rowcount
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
-        async with self._conn.execute(sql, params) as cursor:
+        """One row, as last committed."""
+        async with self._read(sql, params) as cursor:
             return await cursor.fetchone()
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
+        """All rows, as last committed."""
+        async with self._read(sql, tuple(params)) as cursor:
             return list(await cursor.fetchall())
 
     async def fetchval(self, sql: str, params: Sequence[Any] = ()) -> Any:

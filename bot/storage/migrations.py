@@ -150,6 +150,15 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         );
         """,
     ),
+    (
+        2,
+        "drop what nothing uses: the digests and polls tables, outbox.poll_id",
+        """
+        DROP TABLE digests;
+        DROP TABLE polls;
+        ALTER TABLE outbox DROP COLUMN poll_id;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

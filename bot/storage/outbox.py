@@ -52,7 +52,7 @@ class OutboxRepository:
 
     @staticmethod
     async def enqueue_in(
-        conn: aiosqlite.Connection, alerts: Sequence[Alert], now: float, poll_id: int | None = None
+        conn: aiosqlite.Connection, alerts: Sequence[Alert], now: float
     ) -> int:
         """Store alerts inside the caller's transaction; a version already queued is skipped.
 
@@ -63,15 +63,15 @@ class OutboxRepository:
         await conn.executemany(
             """
             INSERT INTO outbox (chat_id, arxiv_id, version, kind, subscription_ids,
-                matched_queries, saved_revision, poll_id, status, created_at, due_at)
-            SELECT ?, ?, ?, ?, ?, ?, ?, ?,
+                matched_queries, saved_revision, status, created_at, due_at)
+            SELECT ?, ?, ?, ?, ?, ?, ?,
                    CASE WHEN c.inactive_since IS NULL THEN 'pending' ELSE 'held' END, ?, ?
             FROM chats c WHERE c.id = ?
             ON CONFLICT (chat_id, arxiv_id, version) DO NOTHING
             """,
             [
                 (a.chat_id, a.arxiv_id, a.version, a.kind, json.dumps(list(a.subscription_ids)),
-                 json.dumps(list(a.matched_queries)), int(a.saved_revision), poll_id, now, now,
+                 json.dumps(list(a.matched_queries)), int(a.saved_revision), now, now,
                  a.chat_id)
                 for a in alerts
             ],
@@ -154,22 +154,3 @@ class OutboxRepository:
         return await self._db.execute(
             "DELETE FROM outbox WHERE status IN ('sent', 'failed') AND created_at < ?", (before,)
         )
-
-    async def create_digest(self, chat_id: int, entries: Sequence[str], now: float) -> int:
-        """Record a digest's numbered entries (versioned ids) so its buttons can name them."""
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO digests (chat_id, entries, created_at) VALUES (?, ?, ?)",
-                (chat_id, json.dumps(list(entries)), now),
-            )
-            return int(cursor.lastrowid or 0)
-
-    async def digest_entry(self, chat_id: int, digest_id: int, number: int) -> str | None:
-        """The id behind entry `number` (1-based) of a digest of this chat, or None."""
-        row = await self._db.fetchone(
-            "SELECT entries FROM digests WHERE id = ? AND chat_id = ?", (digest_id, chat_id)
-        )
-        if row is None:
-            return None
-        entries = json.loads(row["entries"])
-        return entries[number - 1] if 1 <= number <= len(entries) else None
