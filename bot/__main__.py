@@ -10,6 +10,8 @@ from pathlib import Path
 
 from bot import __version__
 from bot.config import ConfigError, Settings, configure_logging, load_settings
+from bot.redaction import TOKEN_REJECTED, token_secrets
+from bot.redaction import install as install_redaction
 from bot.storage.lock import DatabaseLock, DatabaseLocked
 
 log = logging.getLogger("bot")
@@ -37,12 +39,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(settings: Settings) -> int:
-    from bot.app import build_application
+    from telegram.error import InvalidToken
 
-    application = build_application(settings)
-    log.info("starting arxiv-alert-bot %s", __version__)
-    application.run_polling(allowed_updates=["message", "callback_query", "my_chat_member"])
-    return 0
+    from bot.app import build_application
+    from bot.runner import run
+
+    try:
+        return run(build_application(settings), settings)
+    except InvalidToken:
+        print(TOKEN_REJECTED, file=sys.stderr)
+        return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
+    # Before anything can fail: every byte written to stdout or stderr passes the redaction.
+    install_redaction(token_secrets(settings.telegram_bot_token))
     configure_logging(settings)
     # Whatever sends or stores alerts holds the database's lock for as long as it runs;
     # a dry run and a backup only read, so they may run beside the bot.

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from telegram import BotCommand
+from telegram.error import TelegramError
 from telegram.ext import (
     AIORateLimiter,
     Application,
@@ -77,20 +81,52 @@ async def _post_init(application: Application) -> None:
                              on_migrated=services.subscriptions.chat_migrated)
     services.pipeline = Pipeline(settings, services.storage, services.arxiv,
                                  services.subscriptions, services.clock)
-    for language in SUPPORTED_LANGUAGES:
-        commands = [BotCommand(name, t(language, text)) for name, text in COMMANDS]
-        await application.bot.set_my_commands(
-            commands, language_code=None if language == "en" else language
-        )
+    await set_command_menus(application)
     if not services.schedule_jobs:
         return
     jobs = application.job_queue
-    jobs.run_repeating(poll_job, interval=settings.poll_interval_seconds,
+    jobs.run_repeating(tracked(poll_job), interval=settings.poll_interval_seconds,
                        first=FIRST_POLL_DELAY, name="poll")
-    jobs.run_repeating(drain_job, interval=DRAIN_INTERVAL, first=DRAIN_INTERVAL, name="drain")
-    jobs.run_repeating(digest_job, interval=DIGEST_CHECK_INTERVAL, first=DIGEST_CHECK_INTERVAL,
-                       name="digests")
-    jobs.run_repeating(prune_job, interval=86400, first=600, name="prune")
+    jobs.run_repeating(tracked(drain_job), interval=DRAIN_INTERVAL, first=DRAIN_INTERVAL,
+                       name="drain")
+    jobs.run_repeating(tracked(digest_job), interval=DIGEST_CHECK_INTERVAL,
+                       first=DIGEST_CHECK_INTERVAL, name="digests")
+    jobs.run_repeating(tracked(prune_job), interval=86400, first=600, name="prune")
+
+
+async def set_command_menus(application: Application) -> None:
+    """The command menu in each language; best effort: the bot works without it."""
+    try:
+        for language in SUPPORTED_LANGUAGES:
+            commands = [BotCommand(name, t(language, text)) for name, text in COMMANDS]
+            await application.bot.set_my_commands(
+                commands, language_code=None if language == "en" else language
+            )
+    except TelegramError as exc:
+        log.warning("could not set the command menu (%s); starting anyway", exc)
+
+
+Job = Callable[[BotContext], Awaitable[None]]
+
+
+def tracked(job: Job) -> Job:
+    """A job that a stop can find and cancel (see bot/runner.py)."""
+
+    @functools.wraps(job)
+    async def run(context: BotContext) -> None:
+        task = asyncio.current_task()
+        work = context.services.work
+        if task is not None:
+            work.add(task)
+        try:
+            await job(context)
+        except asyncio.CancelledError:
+            # Only a stop cancels jobs; the scheduler would log it as a crash.
+            log.info("%s abandoned: the bot is stopping", job.__name__)
+        finally:
+            work.discard(task)  # type: ignore[arg-type]
+
+    return run
 
 
 
@@ -124,7 +160,7 @@ async def poll_job(context: BotContext) -> None:
     delay = retry_delay(services.failed_polls, services.settings.poll_interval_seconds)
     jobs = context.job_queue
     if delay is not None and jobs is not None and not jobs.get_jobs_by_name("poll-retry"):
-        jobs.run_once(poll_job, when=delay, name="poll-retry")
+        jobs.run_once(tracked(poll_job), when=delay, name="poll-retry")
         log.warning("%d feed(s) failed; polling again in %.0f s",
                     len(report.failed_sources), delay)
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
+from bot.redaction import RedactingFilter, token_secrets
+
 _TOKEN_RE = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
+_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what Telegram accepts as secret_token
 _CATEGORY_RE = re.compile(r"^[a-z][a-z\-]*(\.[A-Za-z\-]+)?$")
 
 
@@ -35,6 +38,24 @@ class Settings:
     log_level: str = "INFO"
     contact: str = ""
     arxiv_min_interval_seconds: float = 3.0
+    admin_user_ids: frozenset[int] = frozenset()
+    webhook_url: str | None = None  # set: Telegram pushes updates there instead of long polling
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = 8443
+    webhook_secret: str | None = field(default=None, repr=False)
+
+    def is_operator(self, user_id: int | None, chat_id: int) -> bool:
+        """Whether this user may use operator commands (/status) in this chat.
+
+        Operators are the users in ADMIN_USER_IDS, plus the private chats listed in
+        ADMIN_CHAT_IDS (a private chat's id is its user's id, so older settings keep working).
+        They may use them in their private chat with the bot and in the ADMIN_CHAT_IDS chats;
+        other members of an admin group may not.
+        """
+        operators = self.admin_user_ids | {i for i in self.admin_chat_ids if i > 0}
+        if user_id is None or user_id not in operators:
+            return False
+        return chat_id == user_id or chat_id in self.admin_chat_ids
 
     def __repr__(self) -> str:
         return (
@@ -42,7 +63,9 @@ class Settings:
             f"arxiv_rss_url={self.arxiv_rss_url!r}, arxiv_api_url={self.arxiv_api_url!r}, "
             f"arxiv_archives={self.arxiv_archives!r}, database_path={str(self.database_path)!r}, "
             f"poll_interval_seconds={self.poll_interval_seconds}, "
-            f"admin_chat_ids={sorted(self.admin_chat_ids)!r}, log_level={self.log_level!r})"
+            f"admin_chat_ids={sorted(self.admin_chat_ids)!r}, "
+            f"admin_user_ids={sorted(self.admin_user_ids)!r}, log_level={self.log_level!r}, "
+            f"webhook_url={self.webhook_url!r}, webhook_secret='***')"
         )
 
 
@@ -73,7 +96,7 @@ def _float(name: str, value: str, minimum: float) -> float:
     return number
 
 
-def _chat_ids(name: str, value: str) -> frozenset[int]:
+def _ids(name: str, value: str) -> frozenset[int]:
     ids = set()
     for item in value.split(","):
         item = item.strip()
@@ -82,8 +105,28 @@ def _chat_ids(name: str, value: str) -> frozenset[int]:
         try:
             ids.add(int(item))
         except ValueError:
-            raise ConfigError(f"{name} must be comma-separated chat ids, got {item!r}") from None
+            raise ConfigError(f"{name} must be comma-separated numeric ids, got {item!r}") from None
     return frozenset(ids)
+
+
+def _webhook(values: Callable[[str], str | None]) -> dict[str, object]:
+    url = values("WEBHOOK_URL")
+    if url is None:
+        return {}
+    url = _url("WEBHOOK_URL", url)
+    if not url.startswith("https://"):
+        raise ConfigError(f"WEBHOOK_URL must be an https URL (Telegram requires it), got {url!r}")
+    secret = values("WEBHOOK_SECRET")
+    if secret is None:
+        raise ConfigError("WEBHOOK_SECRET is required with WEBHOOK_URL (see .env.example)")
+    if not _SECRET_RE.match(secret):
+        raise ConfigError("WEBHOOK_SECRET must be 1-256 of the letters A-Z, a-z, digits, _ and -")
+    return {
+        "webhook_url": url,
+        "webhook_listen": values("WEBHOOK_LISTEN") or Settings.webhook_listen,
+        "webhook_port": _int("WEBHOOK_PORT", values("WEBHOOK_PORT") or "8443", 1, 65535),
+        "webhook_secret": secret,
+    }
 
 
 def _archives(name: str, value: str) -> tuple[str, ...]:
@@ -148,46 +191,24 @@ def load_settings(
         poll_interval_seconds=_int(
             "POLL_INTERVAL_SECONDS", get("POLL_INTERVAL_SECONDS", "900"), 1, 7 * 24 * 3600
         ),
-        admin_chat_ids=_chat_ids("ADMIN_CHAT_IDS", get("ADMIN_CHAT_IDS", "")),
+        admin_chat_ids=_ids("ADMIN_CHAT_IDS", get("ADMIN_CHAT_IDS", "")),
+        admin_user_ids=_ids("ADMIN_USER_IDS", get("ADMIN_USER_IDS", "")),
         log_level=log_level,
         contact=get("CONTACT", "") or "",
         arxiv_min_interval_seconds=_float(
             "ARXIV_MIN_INTERVAL_SECONDS", get("ARXIV_MIN_INTERVAL_SECONDS", "3"), 0.0
         ),
+        **_webhook(get),  # type: ignore[arg-type]
     )
-
-
-class RedactingFilter(logging.Filter):
-    """Replaces secrets in every record that passes a handler, whatever library logged it."""
-
-    def __init__(self, secrets: list[str]) -> None:
-        super().__init__()
-        self._secrets = [s for s in secrets if s]
-
-    def _redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = self._redact(message)
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = self._redact(record.exc_text)
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        return True
 
 
 def configure_logging(settings: Settings) -> None:
     """Log to stderr at the configured level with the token filtered out of every line."""
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    # The token is also the secret part of the URL path, so redact it in both forms.
-    secret_part = settings.telegram_bot_token.split(":", 1)[-1]
-    handler.addFilter(RedactingFilter([settings.telegram_bot_token, secret_part]))
+    # Also redacted at the stream (bot.redaction.install); the filter covers handlers that
+    # tests or operators attach to other streams.
+    handler.addFilter(RedactingFilter(token_secrets(settings.telegram_bot_token)))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level)

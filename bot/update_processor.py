@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable
 from typing import Any
 
@@ -39,6 +40,7 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
         super().__init__(max_concurrent_updates=max_waiting)
         self._running = asyncio.BoundedSemaphore(max_running)
         self._turns: dict[int, _ChatTurn] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     @staticmethod
     def chat_key(update: object) -> int | None:
@@ -48,6 +50,23 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
         return None
 
     async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await self._process_in_turn(update, coroutine)
+        finally:
+            self._tasks.discard(task)  # type: ignore[arg-type]
+            if inspect.iscoroutine(coroutine) and inspect.getcoroutinestate(
+                    coroutine) == inspect.CORO_CREATED:
+                coroutine.close()  # cancelled while waiting its turn: it never started
+
+    @property
+    def running_tasks(self) -> set[asyncio.Task[Any]]:
+        """Updates being handled or waiting for their chat's turn (a stop may cancel them)."""
+        return set(self._tasks)
+
+    async def _process_in_turn(self, update: object, coroutine: Awaitable[Any]) -> None:
         key = self.chat_key(update)
         if key is None:
             async with self._running:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import ConfigError, RedactingFilter, load_settings
+from bot.config import ConfigError, load_settings
+from bot.redaction import RedactingFilter
 
 TOKEN = "123456:ABC-def_ghi"
 

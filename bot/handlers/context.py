@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from telegram.ext import Application, CallbackContext, ExtBot
@@ -36,6 +37,8 @@ class Services:
     schedule_jobs: bool = True
     failed_polls: int = 0  # polls in a row with a failed source: sets the retry backoff
     pacer: Pacer | None = None
+    # Jobs running right now (polls, drains, digests), for a stop that must end in time.
+    work: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 class BotContext(CallbackContext[ExtBot, dict, dict, dict]):

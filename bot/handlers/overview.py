@@ -86,8 +86,8 @@ async def stats(update: Update, context: BotContext) -> None:
 async def status(update: Update, context: BotContext) -> None:
     """Operators only: sources' health, the queue, chats, subscriptions, size, uptime."""
     lang = context.lang
-    chat_id = update.effective_chat.id
-    if chat_id not in context.settings.admin_chat_ids:
+    user = update.effective_user
+    if not context.settings.is_operator(user.id if user else None, update.effective_chat.id):
         await reply(update, context, t(lang, "Sorry, /status is for the bot's operators only."))
         return
     store = context.store

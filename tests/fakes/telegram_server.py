@@ -528,11 +528,11 @@ def _decode_request(
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, fake: FakeTelegram):
+    def __init__(self, fake: FakeTelegram, port: int = 0):
         self.fake = fake
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", port), _Handler)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind does a reverse DNS lookup (getfqdn) that can stall for seconds.
@@ -712,12 +712,12 @@ class FakeTelegram:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> FakeTelegram:
-        """Start serving on a free port of 127.0.0.1; returns self."""
+    def start(self, port: int = 0) -> FakeTelegram:
+        """Start serving on 127.0.0.1 (on a free port unless `port` is given); returns self."""
         if self._server is not None:
             raise RuntimeError("FakeTelegram is already running")
         self._stopping.clear()
-        self._server = _Server(self)
+        self._server = _Server(self, port)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},

@@ -1,0 +1,169 @@
+"""Running the bot as a service: reach Telegram with backoff, poll or serve a webhook, and stop
+within the stop timeout of systemd or a container."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import threading
+from urllib.parse import urlsplit
+
+from telegram.error import InvalidToken, NetworkError, RetryAfter, TelegramError
+from telegram.ext import Application
+
+from bot import __version__
+from bot.config import Settings
+
+log = logging.getLogger(__name__)
+
+ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"]
+CONNECT_BACKOFF_MAX = 30.0  # seconds between tries to reach Telegram at start-up: 1, 2, 4 … 30
+# From the stop signal: running handlers and jobs may finish within the grace, then they are
+# cancelled; whatever still runs at the deadline is cut off (systemd's default stop timeout
+# is 90 s, Docker's 10 s: the bot stays inside both).
+STOP_GRACE = 2.0
+STOP_CANCEL_WAIT = 3.0
+STOP_DEADLINE = 9.5
+
+
+def connect_delay(attempt: int) -> float:
+    """Seconds before try `attempt + 1` to reach Telegram: 1, 2, 4, 8, 16, 30, 30 …"""
+    return min(2.0 ** (attempt - 1), CONNECT_BACKOFF_MAX)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+async def connect(application: Application, stop: asyncio.Event) -> bool:
+    """Initialise the application (its first call is getMe), retrying until Telegram answers.
+
+    Returns False when a stop was asked for first. A rejected token raises `InvalidToken`:
+    no retry can fix it.
+    """
+    attempt = 0
+    while not stop.is_set():
+        attempt += 1
+        try:
+            await application.initialize()
+            return True
+        except InvalidToken:
+            raise
+        except RetryAfter as exc:
+            delay = max(float(exc.retry_after if isinstance(exc.retry_after, int | float)
+                              else exc.retry_after.total_seconds()), 1.0)
+            reason = f"flood control: {_reason(exc)}"
+        except (NetworkError, TelegramError) as exc:
+            delay, reason = connect_delay(attempt), _reason(exc)
+        log.warning("Telegram is unreachable (%s); trying again in %.0f s (attempt %d)",
+                    reason, delay, attempt)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+    return False
+
+
+class Stopper:
+    """Turns SIGTERM/SIGINT into a stop that ends within STOP_DEADLINE seconds.
+
+    Updates stop coming first; handlers and jobs in progress get STOP_GRACE seconds and are
+    then cancelled. A cancelled send leaves its outbox row pending (a row is marked sent only
+    after Telegram accepted it), a cancelled poll rolls its transaction back; then PTB stops
+    and `post_shutdown` closes the database.
+    """
+
+    def __init__(self, application: Application) -> None:
+        self._application = application
+        self.requested = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request, sig)
+
+    def request(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        if self.requested.is_set():
+            return
+        self.requested.set()
+        log.info("stopping (%s)", signal.Signals(sig).name)
+        _start_deadline()
+        if not self._application.running:
+            # Still starting up: PTB checks this mark after post_init; the task below covers
+            # a signal that lands later in the start-up.
+            self._application.stop_running()
+        self._task = asyncio.get_running_loop().create_task(self._stop())
+
+    async def _stop(self) -> None:
+        application = self._application
+        while not application.running:  # start-up under way: stop once it has finished
+            await asyncio.sleep(0.05)
+        if application.updater is not None and application.updater.running:
+            await application.updater.stop()
+        services = application.bot_data.get("services")
+        work = set(services.work) if services is not None else set()
+        processor = application.update_processor
+        work |= getattr(processor, "running_tasks", set())
+        if work:
+            _, pending = await asyncio.wait(work, timeout=STOP_GRACE)
+            if pending:
+                log.info("abandoning %d task(s) still running", len(pending))
+                for task in pending:
+                    task.cancel()
+                await asyncio.wait(pending, timeout=STOP_CANCEL_WAIT)
+        application.stop_running()
+
+    async def finish(self) -> None:
+        """Cancel the stop task if start-up ended before it ran (the loop is about to close)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+def _start_deadline() -> None:
+    """Past the deadline the process exits even if something still hangs (exit code 1)."""
+
+    def cut_off() -> None:
+        log.error("stopping took longer than %.1f s; exiting now", STOP_DEADLINE)
+        logging.shutdown()
+        os._exit(1)
+
+    timer = threading.Timer(STOP_DEADLINE, cut_off)
+    timer.daemon = True
+    timer.start()
+
+
+def run(application: Application, settings: Settings) -> int:
+    """Connect, then long-poll or serve the webhook until a stop signal; the exit code."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    stopper = Stopper(application)
+    stopper.install(loop)
+    connected = False
+    try:
+        connected = loop.run_until_complete(connect(application, stopper.requested))
+        if not connected:
+            return 0
+        log.info("arxiv-alert-bot %s connected to Telegram as @%s", __version__,
+                 application.bot.username)
+        if settings.webhook_url:
+            parts = urlsplit(settings.webhook_url)
+            log.info("serving the webhook %s on %s:%d", settings.webhook_url,
+                     settings.webhook_listen, settings.webhook_port)
+            application.run_webhook(
+                listen=settings.webhook_listen, port=settings.webhook_port,
+                url_path=parts.path.lstrip("/"), webhook_url=settings.webhook_url,
+                secret_token=settings.webhook_secret, allowed_updates=ALLOWED_UPDATES,
+                bootstrap_retries=-1, stop_signals=None, close_loop=False,
+            )
+        else:
+            application.run_polling(allowed_updates=ALLOWED_UPDATES, bootstrap_retries=-1,
+                                    stop_signals=None, close_loop=False)
+        return 0
+    finally:
+        loop.run_until_complete(stopper.finish())
+        loop.close()
+        if connected:
+            log.info("stopped")

@@ -1,0 +1,245 @@
+"""Operating `python -m bot` as a service: a rejected token, Telegram away at start-up, SIGTERM.
+
+Each test runs the real process against the fake servers, as systemd or a container would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.clock import SystemClock
+from bot.query.service import SubscriptionService
+from bot.redaction import TOKEN_REJECTED
+from bot.storage import Storage
+from tests.conftest import make_paper
+from tests.fakes.arxiv_server import FakeArxivServer
+from tests.fakes.feedgen import rss_feed
+from tests.fakes.telegram_server import FakeTelegram
+
+ROOT = Path(__file__).resolve().parents[1]
+STOP_TIMEOUT = 10.0  # the issue's bound, and Docker's default stop timeout
+
+
+class BotProcess:
+    """`python -m bot` in a folder with its own .env; stderr goes to a file we can read live."""
+
+    def __init__(self, folder: Path, settings: dict[str, str], *args: str) -> None:
+        self.folder = folder
+        lines = [f"{key}={value}" for key, value in settings.items()]
+        (folder / ".env").write_text("\n".join(lines) + "\n")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("TELEGRAM_", "ARXIV_", "DATABASE_", "LOG_", "WEBHOOK_",
+                                    "ADMIN_", "POLL_"))}
+        env["PYTHONPATH"] = str(ROOT)
+        self.stdout_path = folder / "stdout.txt"
+        self.stderr_path = folder / "stderr.txt"
+        with self.stdout_path.open("w") as out, self.stderr_path.open("w") as err:
+            self.process = subprocess.Popen([sys.executable, "-m", "bot", *args], cwd=folder,
+                                            env=env, stdout=out, stderr=err, text=True)
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_path.read_text()
+
+    @property
+    def stdout(self) -> str:
+        return self.stdout_path.read_text()
+
+    def wait_for_log(self, text: str, count: int = 1, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.stderr.count(text) < count:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"no {count}x {text!r} in the log:\n{self.stderr}")
+            time.sleep(0.05)
+
+    def wait(self, timeout: float) -> int:
+        return self.process.wait(timeout=timeout)
+
+    def terminate_and_wait(self, timeout: float = STOP_TIMEOUT) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def bots() -> Iterator[list[BotProcess]]:
+    started: list[BotProcess] = []
+    yield started
+    for bot in started:
+        bot.kill()
+
+
+def bot_settings(tg_url: str, token: str, arxiv: FakeArxivServer, folder: Path,
+                 **more: str) -> dict[str, str]:
+    return {
+        "TELEGRAM_BOT_TOKEN": token,
+        "TELEGRAM_API_URL": tg_url,
+        "ARXIV_RSS_URL": arxiv.rss_url,
+        "ARXIV_API_URL": arxiv.api_url,
+        "DATABASE_PATH": str(folder / "data" / "bot.sqlite3"),
+        "ARXIV_MIN_INTERVAL_SECONDS": "0",
+        **more,
+    }
+
+
+REJECTED_TOKEN = "987654321:SECRETrejectedTokenDoNotPrint_abc"
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+def test_a_rejected_token_is_one_line_without_the_token_and_exit_2(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
+    bots: list[BotProcess], level: str,
+) -> None:
+    bot = BotProcess(tmp_path, bot_settings(fake_telegram.api_url, REJECTED_TOKEN, fake_arxiv,
+                                            tmp_path, LOG_LEVEL=level))
+    bots.append(bot)
+    assert bot.wait(timeout=30) == 2
+    output = bot.stdout + bot.stderr
+    assert "SECRETrejected" not in output
+    assert TOKEN_REJECTED in bot.stderr
+    if level == "INFO":
+        assert bot.stderr.strip() == TOKEN_REJECTED
+        assert bot.stdout == ""
+
+
+def test_every_path_a_traceback_takes_is_redacted(tmp_path: Path) -> None:
+    """The token inside exception messages: logging.exception, a warning, a thread's uncaught
+    exception, an unretrieved task exception, and finally the uncaught exception itself."""
+    secret = REJECTED_TOKEN.split(":")[1]
+    script = f"""
+import asyncio, gc, logging, threading, warnings
+from bot.redaction import install, token_secrets
+install(token_secrets({REJECTED_TOKEN!r}))
+logging.basicConfig(level=logging.INFO)
+token = {REJECTED_TOKEN!r}
+try:
+    raise ValueError("request to /bot" + token + "/getMe failed")
+except ValueError:
+    logging.getLogger("telegram.ext.Application").exception("No error handlers are registered")
+warnings.warn("the token " + token + " leaked into a warning")
+thread = threading.Thread(target=lambda: (_ for _ in ()).throw(OSError(token.split(":")[1])))
+thread.start(); thread.join()
+async def fail():
+    raise RuntimeError("task saw " + token)
+async def main():
+    asyncio.get_running_loop().create_task(fail())
+    await asyncio.sleep(0.05)
+asyncio.run(main())
+gc.collect()
+print("stdout has", token)
+raise RuntimeError("uncaught with " + token)
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    output = result.stdout + result.stderr
+    for sign_of_each_path in ("No error handlers", "leaked into a warning", "OSError",
+                              "task saw", "stdout has", "uncaught with"):
+        assert sign_of_each_path in output, f"{sign_of_each_path!r} not printed:\n{output}"
+    assert secret not in output
+    assert output.count("***") >= 6
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_telegram_unreachable_at_start_then_reachable_the_bot_starts_without_tracebacks(
+    tmp_path: Path, fake_arxiv: FakeArxivServer, bots: list[BotProcess],
+) -> None:
+    port = free_port()
+    tg = FakeTelegram()
+    bot = BotProcess(tmp_path, bot_settings(f"http://127.0.0.1:{port}", tg.token, fake_arxiv,
+                                            tmp_path, LOG_LEVEL="INFO"))
+    bots.append(bot)
+    try:
+        bot.wait_for_log("Telegram is unreachable", count=3)
+        tg.start(port)
+        tg.wait_for_sync(lambda: tg.waiting_polls > 0, timeout=30,
+                         what="the bot to start long polling once Telegram answers")
+        tg.send_command(4242, "/start")
+        tg.wait_for_sync(lambda: tg.messages(4242), timeout=15, what="a reply to /start")
+        assert bot.terminate_and_wait() == 0
+    finally:
+        tg.stop()
+    log = bot.stderr
+    attempts = [line for line in log.splitlines() if "Telegram is unreachable" in line]
+    assert len(attempts) >= 3
+    assert all("trying again in" in line and "attempt" in line for line in attempts)
+    assert "trying again in 1 s (attempt 1)" in attempts[0]
+    assert "trying again in 2 s (attempt 2)" in attempts[1]
+    assert "Traceback" not in log
+    assert "connected to Telegram" in log
+
+
+async def seed_followers(database: Path, chats: range) -> None:
+    storage = await Storage.open(database)
+    try:
+        clock = SystemClock()
+        subscriptions = SubscriptionService(storage, clock)
+        for chat_id in chats:
+            await storage.chats.record(chat_id, "private", f"chat {chat_id}", "en", clock.now())
+            result = await subscriptions.follow(chat_id, "cs.LG")
+            assert result.status == "added", result
+    finally:
+        await storage.close()
+
+
+def outbox_statuses(database: Path) -> dict[str, int]:
+    connection = sqlite3.connect(database)
+    try:
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return dict(connection.execute(
+            "SELECT status, COUNT(*) FROM outbox GROUP BY status").fetchall())
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("stall", ["retry-after", "slow-send"])
+def test_sigterm_mid_drain_exits_0_in_time_and_marks_nothing_sent_that_telegram_refused(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
+    bots: list[BotProcess], stall: str,
+) -> None:
+    chats = range(7001, 7006)
+    database = tmp_path / "data" / "bot.sqlite3"
+    asyncio.run(seed_followers(database, chats))
+    fake_arxiv.set_feed(None, rss_feed([make_paper(n) for n in range(1, 4)], names=("cs",),
+                                       announce_date=datetime(2026, 11, 30, 5, tzinfo=UTC)))
+    if stall == "retry-after":
+        # Telegram asks for a minute's pause: the drain waits it out, unless stopped.
+        fake_telegram.fail_next("sendMessage", 429, retry_after=60, times=1000)
+    else:
+        fake_telegram.delay_next("sendMessage", 25.0, times=1000)
+    bot = BotProcess(tmp_path, bot_settings(fake_telegram.api_url, fake_telegram.token,
+                                            fake_arxiv, tmp_path, LOG_LEVEL="INFO"))
+    bots.append(bot)
+    bot.wait_for_log("poll source=")  # the poll queued 15 alerts; the drain follows at once
+    time.sleep(1.0)
+    assert bot.process.poll() is None, bot.stderr
+    assert bot.terminate_and_wait(timeout=STOP_TIMEOUT) == 0, bot.stderr
+    accepted = len(fake_telegram.all_messages())
+    statuses = outbox_statuses(database)
+    assert statuses.get("sent", 0) == accepted == 0, statuses
+    assert sum(statuses.values()) == 3 * len(chats), "every alert is still queued"
+    stopping = bot.stderr.split("stopping (SIGTERM)", 1)[1]
+    assert "Traceback" not in stopping, "the stop itself is clean"
+    assert "stopped" in stopping
