@@ -205,15 +205,22 @@ class Pipeline:
     async def _alerts_for(
         self, conn: aiosqlite.Connection, changes: Sequence[PaperChange]
     ) -> list[Alert]:
-        """Subscription matches of new and revised papers, plus revisions of saved papers."""
+        """Subscription matches of new and revised papers, plus revisions of saved papers.
+
+        Chats that blocked the bot get nothing: it could not be sent, and a chat that comes
+        back after months should not find months of alerts waiting.
+        """
         fresh = [c for c in changes if c.status != "seen"]
         if not fresh:
             return []
+        blocked = await self._store.chats.inactive_ids_in(conn)
         kinds = {c.paper.arxiv_id: AlertKind.REVISION if c.status == "revised" else AlertKind.NEW
                  for c in fresh}
         matches = self._subscriptions.matcher.match([c.paper for c in fresh])
         by_key: dict[tuple[int, str], Alert] = {}
         for chat_id, chat_matches in matches.items():
+            if chat_id in blocked:
+                continue
             for match in chat_matches:
                 paper = match.paper
                 queries = tuple(
@@ -230,6 +237,8 @@ class Pipeline:
             for arxiv_id, chat_ids in savers.items():
                 paper = revised[arxiv_id]
                 for chat_id in chat_ids:
+                    if chat_id in blocked:
+                        continue
                     existing = by_key.get((chat_id, arxiv_id))
                     by_key[(chat_id, arxiv_id)] = Alert(
                         chat_id, arxiv_id, paper.version, AlertKind.REVISION,

@@ -20,6 +20,7 @@ YONEKI_FAN = 7002  # follows au:Yoneki
 GNN_FAN = 7003  # follows ti:"graph neural"
 DAY1 = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
 DAY2 = DAY1 + timedelta(days=1)
+DAY3 = DAY1 + timedelta(days=2)
 
 
 @pytest.fixture(autouse=True)
@@ -247,7 +248,7 @@ async def test_a_429_is_waited_out_and_the_alert_arrives_once(harness: Harness) 
     assert len(alerts(harness, LAB)) == 1
 
 
-async def test_a_chat_that_blocked_the_bot_is_held_and_served_again_when_it_writes(
+async def test_a_chat_that_blocked_the_bot_is_held_no_longer_matched_and_served_when_it_writes(
     harness: Harness,
 ) -> None:
     await follow(harness, LAB, "cs.LG")
@@ -263,23 +264,31 @@ async def test_a_chat_that_blocked_the_bot_is_held_and_served_again_when_it_writ
     assert chat is not None and not chat.active
     assert await store.outbox.counts() == {"pending": 0, "sent": 1, "failed": 0, "held": 1}
 
-    # Day 2 while still blocked: queued as held, and no request is wasted on the chat.
+    # Day 2 while still blocked: not matched at all (issue 11), so nothing piles up for a
+    # chat that may never come back, and no request is wasted on it.
     harness.serve_feed([make_paper(2)], announce_date=DAY2)
     calls_before = len(harness.tg.calls_of("sendMessage"))
     await harness.poll()
     to_lab = [c for c in harness.tg.calls_of("sendMessage")[calls_before:]
               if c.params["chat_id"] == LAB]
     assert to_lab == []
-    assert (await store.outbox.counts())["held"] == 2
+    assert (await store.outbox.counts())["held"] == 1
+    assert ids_in(alerts(harness, YONEKI_FAN)) == ["2611.10001v1", "2611.10002v1"]
 
     harness.tg.unblock_chat(LAB)
     await harness.ask(LAB, "/list")
     await harness.drain()
 
-    assert ids_in(alerts(harness, LAB)) == ["2611.10001v1", "2611.10002v1"]
+    # What was held when it blocked the bot arrives; what was announced meanwhile does not.
+    assert ids_in(alerts(harness, LAB)) == ["2611.10001v1"]
     chat = await store.chats.get(LAB)
     assert chat is not None and chat.active
     assert (await store.outbox.counts())["held"] == 0
+
+    # Once back, it is matched again.
+    harness.serve_feed([make_paper(3)], announce_date=DAY3)
+    await harness.poll()
+    assert ids_in(alerts(harness, LAB)) == ["2611.10001v1", "2611.10003v1"]
 
 
 async def test_a_group_that_became_a_supergroup_gets_its_alerts_at_the_new_id(
@@ -344,11 +353,13 @@ async def test_blocking_the_bot_keeps_the_chat_inactive(harness: Harness) -> Non
     harness.serve_feed([make_paper(1)], announce_date=DAY1)
     await harness.poll()
     assert alerts(harness, YONEKI_FAN) == []
-    assert (await harness.services.storage.outbox.counts())["held"] == 1
+    # A chat that blocked the bot is not matched (issue 11): nothing is queued for it.
+    assert sum((await harness.services.storage.outbox.counts()).values()) == 0
     harness.tg.my_chat_member(YONEKI_FAN, "member", old_status="kicked")
     await harness.settle()
-    await harness.drain()
-    assert ids_in(alerts(harness, YONEKI_FAN)) == ["2611.10001v1"]
+    harness.serve_feed([make_paper(2)], announce_date=DAY2)
+    await harness.poll()
+    assert ids_in(alerts(harness, YONEKI_FAN)) == ["2611.10002v1"]
 
 
 async def test_an_entity_error_is_retried_once_as_plain_text(harness: Harness) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+import aiosqlite
+
 from bot.storage.db import Database
 
 
@@ -180,6 +182,12 @@ class ChatRepository:
         )
         assert row is not None
         return {k: int(row[k] or 0) for k in ("total", "active", "inactive", "paused")}
+
+    @staticmethod
+    async def inactive_ids_in(conn: aiosqlite.Connection) -> set[int]:
+        """Chats that blocked the bot or are gone (read inside the caller's transaction)."""
+        cursor = await conn.execute("SELECT id FROM chats WHERE inactive_since IS NOT NULL")
+        return {row["id"] for row in await cursor.fetchall()}
 
     async def in_digest_mode(self) -> list[Chat]:
         rows = await self._db.fetchall(
