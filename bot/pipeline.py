@@ -101,7 +101,13 @@ class Pipeline:
             for url in plan.urls:
                 report.sources.append(await self._poll_source(url, report, dry_run))
             if not dry_run:
-                await self._fetch_revision_details(report)
+                try:
+                    await self._fetch_revision_details(report)
+                finally:
+                    # Stored or failed for good: either way the revisions may go now.
+                    await self._store.outbox.release_revisions(
+                        {a.arxiv_id for a in report.alerts if a.kind == AlertKind.REVISION},
+                        self._clock.now())
             report.seconds = time.monotonic() - started
             for source in report.sources:
                 log.info(
@@ -154,7 +160,12 @@ class Pipeline:
                 if dry_run:
                     changes = _seen_earlier_in_poll(changes, report)
                 alerts = await self._alerts_for(conn, changes)
-                await store.outbox.enqueue_in(conn, alerts, now)
+                # Revision alerts wait for their details (comments, journal refs) from the
+                # API, looked up at the end of the poll; at most one poll interval, should
+                # the look-up never finish.
+                await store.outbox.enqueue_in(
+                    conn, alerts, now,
+                    revisions_due_at=now + self._settings.poll_interval_seconds)
                 if dry_run:
                     raise _DryRunRollback
         except _DryRunRollback:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import aiosqlite
 
 from bot.models import Alert, AlertKind, OutboxStatus
-from bot.storage.db import Database
+from bot.storage.db import Database, in_chunks
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +52,16 @@ class OutboxRepository:
 
     @staticmethod
     async def enqueue_in(
-        conn: aiosqlite.Connection, alerts: Sequence[Alert], now: float
+        conn: aiosqlite.Connection, alerts: Sequence[Alert], now: float,
+        *, revisions_due_at: float | None = None,
     ) -> int:
         """Store alerts inside the caller's transaction; a version already queued is skipped.
 
         Returns how many were new. Alerts for chats the bot has never seen are dropped by the
-        foreign key check, so the caller passes only known chats.
+        foreign key check, so the caller passes only known chats. Revisions are due at
+        `revisions_due_at` when given: they wait for their details (`release_revisions`).
         """
+        revisions_due = now if revisions_due_at is None else revisions_due_at
         before = conn.total_changes
         await conn.executemany(
             """
@@ -71,12 +74,25 @@ class OutboxRepository:
             """,
             [
                 (a.chat_id, a.arxiv_id, a.version, a.kind, json.dumps(list(a.subscription_ids)),
-                 json.dumps(list(a.matched_queries)), int(a.saved_revision), now, now,
-                 a.chat_id)
+                 json.dumps(list(a.matched_queries)), int(a.saved_revision), now,
+                 revisions_due if a.kind == AlertKind.REVISION else now, a.chat_id)
                 for a in alerts
             ],
         )
         return conn.total_changes - before
+
+    async def release_revisions(self, arxiv_ids: Iterable[str], now: float) -> int:
+        """Make the waiting revision alerts of these papers due now (their details are in)."""
+        released = 0
+        async with self._db.transaction() as conn:
+            for chunk, marks in in_chunks(arxiv_ids):
+                cursor = await conn.execute(
+                    f"UPDATE outbox SET due_at = ? WHERE status = 'pending' AND due_at > ? "
+                    f"AND attempts = 0 AND kind = 'revision' AND arxiv_id IN ({marks})",
+                    (now, now, *chunk),
+                )
+                released += cursor.rowcount
+        return released
 
     async def enqueue(self, alerts: Sequence[Alert], now: float) -> int:
         async with self._db.transaction() as conn:
