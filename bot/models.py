@@ -103,8 +103,14 @@ class Subscription:
 
     id: int
     chat_id: int
-    query: str  # canonical text form
+    query: str  # canonical text form: what duplicates are found by
     number: int = 0  # position shown to the chat in /list (1-based)
+    typed: str = ""  # as the user typed it (trimmed, whitespace collapsed): what the chat sees
+
+    @property
+    def display(self) -> str:
+        """The text shown to the chat: as typed, or the canonical form if none was kept."""
+        return self.typed or self.query
 
 
 class Match(NamedTuple):

@@ -42,7 +42,7 @@ async def test_backup_command_copies_the_live_database(harness: Harness, tmp_pat
         assert copy.execute("SELECT COUNT(*) FROM outbox WHERE status = 'sent'").fetchone()[0] == 5
     finally:
         copy.close()
-    assert "cat:cs.LG" in (await harness.ask(9001, "/list")).text, "the bot is still serving"
+    assert "1. cs.LG" in (await harness.ask(9001, "/list")).text, "the bot is still serving"
 
 
 async def test_prune_forgets_old_deliveries_and_papers_but_keeps_the_library(
@@ -95,3 +95,34 @@ async def test_migrations_run_from_every_earlier_schema_version(
 
 def test_migration_numbers_are_consecutive_from_one() -> None:
     assert [number for number, _, _ in MIGRATIONS] == list(range(1, LATEST_VERSION + 1))
+
+
+async def test_upgrade_recleans_stored_author_names_and_keeps_queries_as_typed(
+        tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    db = await Database.open(path, migrate=False)
+    await db.migrate(target=1)
+    # What version 1 stored for `Franz Gähler (Institut für …, Universität Stuttgart), A. Lee`.
+    old_authors = '["Franz Gähler (Institut für Theoretische Physik", "Universität Stuttgart)", ' \
+                  '"A. Lee"]'
+    await db.execute("INSERT INTO chats (id, created_at, last_seen_at) VALUES (1, 0, 0)")
+    for table, extra in (("papers", ", latest_version, first_seen_at, last_changed_at"),
+                         ("paper_versions", ", version, seen_at")):
+        await db.execute(
+            f"INSERT INTO {table} (arxiv_id, title, authors, abstract, categories{extra}) "
+            "VALUES ('0704.0001', 'T', ?, 'A', '[]', 1, 0" + (", 0)" if table == "papers" else ")"),
+            (old_authors,))
+    await db.execute("INSERT INTO subscriptions (chat_id, query, raw_query, created_at) "
+                     "VALUES (1, 'au:yoneki', '  au:Yoneki ', 0), (1, 'cat:cs.LG', '', 0)")
+    await db.close()
+
+    store = await Storage.open(path)
+    try:
+        paper = await store.papers.get("0704.0001")
+        assert paper is not None and paper.authors == ("Franz Gähler", "A. Lee")
+        version = await store.papers.get("0704.0001", 1)
+        assert version is not None and version.authors == ("Franz Gähler", "A. Lee")
+        assert [s.display for s in await store.subscriptions.for_chat(1)] == [
+            "au:Yoneki", "cat:cs.LG"]
+    finally:
+        await store.close()

@@ -224,7 +224,7 @@ async def test_markup_is_echoed_as_text_never_as_a_link(harness: Harness) -> Non
 async def test_invisible_and_direction_marks_do_not_change_what_is_read(
         harness: Harness) -> None:
     follow = await harness.ask(CHAT, "/follow cs.\u200bLG\ufeff")
-    assert "Following #1: cat:cs.LG" in follow.text
+    assert "Following #1: cs.LG\n" in follow.text
     again = await harness.ask(CHAT, "/follow \u202ecs.LG")
     assert "already follow" in again.text
     zone = await harness.ask(CHAT, "/tz Asia/\u200bShanghai")

@@ -8,11 +8,11 @@ from tests.conftest import Harness, make_paper
 CHAT = 6001
 
 
-async def test_follow_confirms_the_canonical_query_with_its_number(harness: Harness) -> None:
+async def test_follow_confirms_the_query_as_typed_with_its_number(harness: Harness) -> None:
     reply = await harness.ask(CHAT, "/follow au:Yoneki  AND cat:cs.lg")
-    assert "#1" in reply.text
-    canonical = (await harness.services.storage.subscriptions.for_chat(CHAT))[0].query
-    assert canonical in reply.text
+    assert "#1: au:Yoneki AND cat:cs.lg\n" in reply.text, "trimmed, spaces collapsed"
+    assert (await harness.services.storage.subscriptions.for_chat(CHAT))[0].query == \
+        "au:yoneki cat:cs.LG", "the canonical form is kept for matching"
     second = await harness.ask(CHAT, "/follow ti:\"graph neural\"")
     assert "#2" in second.text
 
@@ -21,6 +21,7 @@ async def test_the_same_query_written_differently_is_a_duplicate(harness: Harnes
     await harness.ask(CHAT, "/follow au:Yoneki AND cat:cs.lg")
     reply = await harness.ask(CHAT, "/follow cat:cs.LG au:yoneki")
     assert "already follow" in reply.text and "#1" in reply.text
+    assert "au:Yoneki AND cat:cs.lg" in reply.text, "the existing one, as it was typed"
     assert len(await harness.services.storage.subscriptions.for_chat(CHAT)) == 1
 
 
@@ -68,13 +69,13 @@ async def test_list_shows_numbered_subscriptions_with_remove_buttons(harness: Ha
     await harness.ask(CHAT, "/follow cs.LG")
     await harness.ask(CHAT, "/follow au:Yoneki")
     listing = await harness.ask(CHAT, "/list")
-    assert "1. cat:cs.LG" in listing.text and "2. au:yoneki" in listing.text.lower()
+    assert "1. cs.LG\n2. au:Yoneki" in listing.text, "each as it was typed"
     assert listing.button_texts == ["✖ 1", "✖ 2"]
 
     answer = await harness.press(CHAT, listing.message_id, listing.callback_data[0])
     assert "Removed" in (answer.text or "")
     edited = harness.tg.message(CHAT, listing.message_id)
-    assert "cat:cs.LG" not in edited.text and edited.button_texts == ["✖ 1"]
+    assert "cs.LG" not in edited.text and edited.button_texts == ["✖ 1"]
     remaining = await harness.services.storage.subscriptions.for_chat(CHAT)
     assert [s.query.lower() for s in remaining] == ["au:yoneki"]
 

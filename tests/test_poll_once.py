@@ -90,7 +90,7 @@ async def test_poll_once_dry_run_prints_per_chat_and_sends_or_stores_nothing(
     assert f"  {fake_arxiv.rss_url}/cs [ok] 3 items, 3 new, 0 revised, 0 seen" in lines
     reader = lines.index(f"chat {READER}: 2 alert(s)")
     assert lines[reader + 1] == ("  [new] 2611.10001v1 Sparse attention for long-context "
-                                 "models, part 1 — matched: cat:cs.LG")
+                                 "models, part 1 — matched: cs.LG")
     assert lines[reader + 2].startswith("  [new] 2611.10002v1 ")
     lab = lines.index(f"chat {LAB} Sparse Lab: 1 alert(s)")
     assert lines[lab + 1].endswith('part 2 — matched: ti:"part 2"')

@@ -15,13 +15,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 import feedparser
-from pylatexenc.latex2text import LatexNodes2Text
 
 from bot.arxiv.errors import ApiError, FeedError
+from bot.authors import clean_author, split_authors
 from bot.models import AnnounceType, ArxivId, Paper
 
 log = logging.getLogger(__name__)
@@ -56,12 +55,9 @@ _DESCRIPTION_ID = re.compile(r"^\s*arXiv:(\S+)", re.IGNORECASE)
 _GUID_ID = re.compile(r"^oai:arXiv\.org:(\S+)$", re.IGNORECASE)
 _API_ENTRY_ID = re.compile(r"^https?://(?:www\.|export\.)?arxiv\.org/abs/(\S+)$", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
-_AUTHOR_SPLIT = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+")
-_NAME_SUFFIXES = frozenset({"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"})
 _SKIP_DAYS = re.compile(rb"<skipDays>(.*?)</skipDays>", re.DOTALL | re.IGNORECASE)
 _DAY = re.compile(rb"<day>\s*([A-Za-z]+)\s*</day>", re.IGNORECASE)
 _RSS_ERROR_TITLE = "feed error for query"
-_latex = LatexNodes2Text(math_mode="verbatim", strict_latex_spaces=True)
 
 
 def parse_rss(body: bytes) -> RssFeed:
@@ -121,35 +117,6 @@ def parse_api(body: bytes) -> ApiResult:
     )
 
 
-def split_authors(creator: str) -> tuple[str, ...]:
-    """Split arXiv's one-line author list ("A, B, and C" or "A and B") into readable names."""
-    names: list[str] = []
-    for part in _AUTHOR_SPLIT.split(creator):
-        name = _clean(part)
-        if not name:
-            continue
-        if names and name.lower() in _NAME_SUFFIXES:
-            names[-1] = f"{names[-1]}, {name}"
-        else:
-            names.append(detex_name(name))
-    return tuple(names)
-
-
-@lru_cache(maxsize=8192)  # the same authors recur across a feed and across days
-def detex_name(name: str) -> str:
-    """Turn TeX accents in a name (`Przemys{\\l}aw`, `G\\"unter`) into Unicode; else keep it."""
-    if "\\" not in name and "{" not in name:
-        return name
-    try:
-        # "%" starts a TeX comment and would swallow the rest of the name.
-        text = _latex.latex_to_text(name.replace("%", r"\%"))
-    except Exception:  # pylatexenc is lenient, but a name is never worth a failed poll
-        log.debug("could not convert TeX in author name %r", name)
-        return name
-    text = _clean(text)
-    return text if text else name
-
-
 def _feedparse(body: bytes) -> Any:
     if not isinstance(body, bytes | bytearray):
         raise TypeError("parse a response body as bytes")
@@ -206,7 +173,7 @@ def _api_paper(entry: Mapping[str, Any]) -> Paper | None:
     if primary_term:
         categories = (primary_term, *(c for c in categories if c != primary_term))
     authors = tuple(
-        detex_name(_clean(str(a.get("name", ""))))
+        clean_author(str(a.get("name", "")))
         for a in entry.get("authors", ())
         if isinstance(a, Mapping) and _clean(str(a.get("name", "")))
     )

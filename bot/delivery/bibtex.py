@@ -10,6 +10,7 @@ import bibtexparser
 from bibtexparser.model import Entry, Field
 from pylatexenc.latexencode import UnicodeToLatexEncoder
 
+from bot.authors import split_suffix
 from bot.delivery.latex import latex_to_unicode
 from bot.models import Paper
 from bot.query.text import PARTICLES
@@ -21,7 +22,6 @@ _ENCODER = UnicodeToLatexEncoder(
 )
 _STOP_WORDS = frozenset({"a", "an", "the", "on", "of", "and", "for", "in", "to", "with", "from",
                          "towards", "toward", "via", "is", "are", "at", "by"})
-_SUFFIXES = frozenset({"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"})
 
 
 def escape(text: str) -> str:
@@ -34,28 +34,29 @@ def _ascii_letters(text: str) -> str:
     return "".join(ch for ch in decomposed if ch.isascii() and ch.isalnum()).lower()
 
 
-def split_author(name: str) -> tuple[str, str]:
-    """(surname, given names) of a display name; particles (`van der`) stay with the surname."""
-    name = " ".join(name.split())
+def split_author(name: str) -> tuple[str, str, str]:
+    """(surname, given names, suffix) of a display name; particles (`van der`) stay with the
+    surname, and `Jr.` or `III` is the suffix whether or not a comma precedes it."""
+    name, suffix = split_suffix(name)
     if "," in name:
         surname, _, given = name.partition(",")
-        return surname.strip(), given.strip()
+        return surname.strip(), given.strip(), suffix
     words = name.split(" ")
-    while len(words) > 2 and words[-1].lower() in _SUFFIXES:
-        words = words[:-1]
     if len(words) == 1:
-        return words[0], ""
+        return words[0], "", suffix
     start = len(words) - 1
     for index in range(1, len(words) - 1):
         if words[index].lower() in PARTICLES:
             start = index
             break
-    return " ".join(words[start:]), " ".join(words[:start])
+    return " ".join(words[start:]), " ".join(words[:start]), suffix
 
 
 def bibtex_author(name: str) -> str:
-    """`Last, First` with LaTeX escapes."""
-    surname, given = split_author(name)
+    """`Last, First`, or BibTeX's `Last, Jr., First` for a suffix, with LaTeX escapes."""
+    surname, given, suffix = split_author(name)
+    if suffix:
+        return escape(f"{surname}, {suffix}, {given}".rstrip())
     return escape(f"{surname}, {given}" if given else surname)
 
 

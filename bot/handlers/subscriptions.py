@@ -22,7 +22,7 @@ LIST_TEXT_BUDGET = 3900  # of Telegram's 4096 units, leaving room for the headin
 
 
 async def follow(update: Update, context: BotContext) -> None:
-    """Add a subscription; the reply shows its canonical form, number and a 7-day preview."""
+    """Add a subscription; the reply shows it as typed, its number and a 7-day preview."""
     lang = context.lang
     query = await read_argument(update, context, t(
         lang, "Tell me what to follow, for example:\n<code>/follow cs.LG</code>\n"
@@ -45,7 +45,7 @@ async def follow(update: Update, context: BotContext) -> None:
     elif result.status == "duplicate" and result.subscription is not None:
         await reply(update, context, t(
             lang, "You already follow that, as #{number}: <code>{query}</code>",
-            number=result.subscription.number, query=quote(result.subscription.query),
+            number=result.subscription.number, query=quote(result.subscription.display),
         ))
     elif result.status == "limit":
         await reply(update, context, t(
@@ -58,7 +58,7 @@ async def follow(update: Update, context: BotContext) -> None:
                      result.preview_matches)
         await reply(update, context, t(
             lang, "✅ Following #{number}: <code>{query}</code>\n{preview}",
-            number=result.subscription.number, query=quote(result.subscription.query),
+            number=result.subscription.number, query=quote(result.subscription.display),
             preview=preview,
         ) + _cjk_note(lang, result.cjk_terms))
 
@@ -101,7 +101,7 @@ async def unfollow(update: Update, context: BotContext) -> None:
         ))
         return
     await reply(update, context, t(
-        lang, "Removed #{number}: <code>{query}</code>", number=number, query=quote(sub.query)
+        lang, "Removed #{number}: <code>{query}</code>", number=number, query=quote(sub.display)
     ))
 
 
@@ -112,7 +112,7 @@ def _list_view(lang: str, subs: list[Subscription]) -> tuple[str, InlineKeyboard
                limit=MAX_SUBSCRIPTIONS_PER_CHAT)]
     # Fifty long queries would overflow one message (4096 units): share the room out evenly.
     room = LIST_TEXT_BUDGET // len(subs) - len("50. \n")
-    lines += [f"{sub.number}. <code>{quote(clip(sub.query, room))}</code>" for sub in subs]
+    lines += [f"{sub.number}. <code>{quote(clip(sub.display, room))}</code>" for sub in subs]
     buttons = [
         InlineKeyboardButton(t(lang, "✖ {number}", number=sub.number),
                              callback_data=callbacks.encode(callbacks.Unfollow(sub.id)))
@@ -142,7 +142,7 @@ async def on_unfollow_button(update: Update, context: BotContext,
         await query.answer(t(lang, "That subscription is already gone."))
     else:
         # An answer holds at most 200 UTF-16 units; a query of astral letters is twice as long.
-        await query.answer(t(lang, "Removed: {query}", query=clip(removed.query, 150)))
+        await query.answer(t(lang, "Removed: {query}", query=clip(removed.display, 150)))
     text, markup = _list_view(lang, await context.subscriptions.for_chat(chat_id))
     if query.message is not None:
         # The second of two quick presses finds the list already redrawn.

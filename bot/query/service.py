@@ -46,7 +46,7 @@ class _Live(NamedTuple):
     """A subscription as the matcher holds it."""
 
     chat_id: int
-    query: str  # canonical text
+    shown: str  # as the chat typed it: the text of "matched: …" lines
     node: Node
 
 
@@ -64,9 +64,9 @@ class SubscriptionService:
         self.matcher = Matcher()
         self._live: dict[int, _Live] = {}  # by subscription id, exactly what the matcher holds
 
-    def _track(self, sub_id: int, chat_id: int, query: str, node: Node) -> None:
-        self.matcher.add(sub_id, chat_id, node)
-        self._live[sub_id] = _Live(chat_id, query, node)
+    def _track(self, sub: Subscription, node: Node) -> None:
+        self.matcher.add(sub.id, sub.chat_id, node)
+        self._live[sub.id] = _Live(sub.chat_id, sub.display, node)
 
     def _untrack(self, sub_id: int) -> None:
         self.matcher.remove(sub_id)
@@ -81,23 +81,28 @@ class SubscriptionService:
             except QueryError as exc:  # a query stored by an older grammar; keep running
                 log.warning("subscription %s no longer parses (%s); skipped", sub.id, exc)
                 continue
-            self._live[sub.id] = _Live(sub.chat_id, sub.query, node)
+            self._live[sub.id] = _Live(sub.chat_id, sub.display, node)
         self.matcher = Matcher.build((sub_id, live.chat_id, live.node)
                                      for sub_id, live in self._live.items())
         log.info("matcher compiled with %d subscriptions", len(self._live))
         return len(self._live)
 
     async def follow(self, chat_id: int, raw_query: str) -> FollowResult:
-        """Parse and add a query for a chat; duplicates and the 50-per-chat limit are refused."""
+        """Parse and add a query for a chat; duplicates and the 50-per-chat limit are refused.
+
+        The canonical form finds duplicates and drives matching; the chat sees what it typed
+        (trimmed, whitespace collapsed), and a duplicate as it was typed the first time.
+        """
+        typed = " ".join(raw_query.split())
         try:
-            node = parse(raw_query)
+            node = parse(typed)
         except QueryError as exc:
             return FollowResult("invalid", error=exc)
-        query = canonical(node)
-        result = await self._store.subscriptions.add(chat_id, query, raw_query, self._clock.now())
+        result = await self._store.subscriptions.add(chat_id, canonical(node), typed,
+                                                     self._clock.now())
         if result.status != "added" or result.subscription is None:
             return FollowResult(result.status, result.subscription)
-        self._track(result.subscription.id, chat_id, query, node)
+        self._track(result.subscription, node)
         return FollowResult("added", result.subscription, await self._preview(node),
                             cjk_terms=tuple(cjk_terms(node)))
 
@@ -145,12 +150,12 @@ class SubscriptionService:
         for sub_id in [s for s, live in self._live.items() if live.chat_id in (old_id, new_id)]:
             self._untrack(sub_id)
         for sub in await self._store.subscriptions.for_chat(new_id):
-            self._track(sub.id, new_id, sub.query, parse(sub.query, max_length=None))
+            self._track(sub, parse(sub.query, max_length=None))
 
     def query_text(self, sub_id: int) -> str | None:
-        """The canonical text of a live subscription (shown as "matched: …")."""
+        """A live subscription as the chat typed it (shown as "matched: …")."""
         live = self._live.get(sub_id)
-        return None if live is None else live.query
+        return None if live is None else live.shown
 
     def followed_sources(self) -> set[str]:
         """Categories and archives that subscriptions name positively (to plan the feeds)."""

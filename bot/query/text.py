@@ -15,6 +15,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cache
 
+from bot.authors import NAME_SUFFIXES, split_suffix
+
 # A word is a run of letters and digits; `_` counts as punctuation (LaTeX subscripts).
 _WORD_RE = re.compile(r"[^\W_]+")
 _NAME_TOKEN_RE = re.compile(r"([^\W_]+)(\.)?")
@@ -160,7 +162,6 @@ PARTICLES = frozenset(
         "al", "el", "st",
     ]
 )
-_SUFFIXES = frozenset({"jr", "sr", "ii", "iii", "iv"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,14 +228,8 @@ class PersonName:
 def _name_tokens(text: str) -> list[NamePart]:
     parts = []
     for word, dot in _NAME_TOKEN_RE.findall(fold(text)):
-        abbreviated = len(word) == 1 or (bool(dot) and len(word) <= 3 and word not in _SUFFIXES)
+        abbreviated = len(word) == 1 or (bool(dot) and len(word) <= 3 and word not in NAME_SUFFIXES)
         parts.append(NamePart(word, abbreviated))
-    return parts
-
-
-def _strip_suffixes(parts: list[NamePart]) -> list[NamePart]:
-    while len(parts) > 2 and parts[-1].text in _SUFFIXES:
-        parts = parts[:-1]
     return parts
 
 
@@ -243,14 +238,15 @@ def split_name(name: str) -> PersonName | None:
 
     Returns None when the name has no letters or digits at all.
     """
+    name, _suffix = split_suffix(name)
     if "," in name:
         # "Surname, Given[, Jr.]" is read as "Given Surname", so both spellings split alike.
         surname_text, _, given_text = name.partition(",")
-        given = [p for p in _name_tokens(given_text) if p.text not in _SUFFIXES]
+        given = [p for p in _name_tokens(given_text) if p.text not in NAME_SUFFIXES]
         surname = [NamePart(p.text) for p in _name_tokens(surname_text)]
         parts = given + surname if surname else given
     else:
-        parts = _strip_suffixes(_name_tokens(name))
+        parts = _name_tokens(name)
     if not parts:
         return None
     start = len(parts) - 1

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from bot.storage.migrations import LATEST_VERSION, MIGRATIONS
+from bot.storage.migrations import LATEST_VERSION, MIGRATIONS, DataMigration
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -98,15 +98,30 @@ class Database:
             if version <= current or version > target:
                 continue
             async with self._lock:
-                # executescript commits on its own, so the whole migration and its version
-                # row go in one script, wrapped in an explicit transaction.
-                await self._conn.executescript(
-                    f"BEGIN IMMEDIATE;\n{script}\n"
-                    f"INSERT INTO schema_version (version) VALUES ({int(version)});\nCOMMIT;"
-                )
+                if isinstance(script, str):
+                    # executescript commits on its own, so the whole migration and its version
+                    # row go in one script, wrapped in an explicit transaction.
+                    await self._conn.executescript(
+                        f"BEGIN IMMEDIATE;\n{script}\n"
+                        f"INSERT INTO schema_version (version) VALUES ({int(version)});\nCOMMIT;"
+                    )
+                else:
+                    await self._migrate_in_python(version, script)
             log.info("applied migration %d: %s", version, description)
             applied.append(version)
         return applied
+
+    async def _migrate_in_python(self, version: int, step: DataMigration) -> None:
+        """A data migration (rows rewritten by Python code) and its version row, all or nothing."""
+        await self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            await step(self._conn)
+            await self._conn.execute("INSERT INTO schema_version (version) VALUES (?)",
+                                     (int(version),))
+        except BaseException:
+            await self._conn.execute("ROLLBACK")
+            raise
+        await self._conn.execute("COMMIT")
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:

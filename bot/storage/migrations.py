@@ -1,12 +1,49 @@
 """Numbered schema migrations: each applied once, in order, recorded in `schema_version`.
 
 Times are stored as Unix seconds (REAL, UTC); lists (authors, categories, subscription ids)
-as JSON text. A migration is never edited after it ships: add a new one instead.
+as JSON text. A migration is never edited after it ships: add a new one instead. A migration is
+SQL text, or an async function for rows that only Python can rewrite (it runs in the same
+all-or-nothing transaction as its version row).
 """
 
 from __future__ import annotations
 
-MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from bot.authors import clean_space, reclean
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+DataMigration = Callable[["aiosqlite.Connection"], Awaitable[None]]
+
+
+async def _reclean_authors_and_keep_queries_as_typed(conn: aiosqlite.Connection) -> None:
+    """Author names re-split without affiliations; each subscription's text as typed, tidied.
+
+    Older versions cut `Franz Gähler (Institut für Physik, Universität Stuttgart)` at the comma
+    inside the parentheses and kept the affiliation in the name. `raw_query` becomes the text
+    shown to the chat: trimmed, whitespace collapsed, the canonical form if none was kept.
+    """
+    for table in ("papers", "paper_versions"):
+        cursor = await conn.execute(f"SELECT rowid, authors FROM {table}")
+        changed = []
+        for rowid, stored in await cursor.fetchall():
+            names = json.loads(stored)
+            cleaned = list(reclean(names))
+            if cleaned != names:
+                changed.append((json.dumps(cleaned), rowid))
+        await conn.executemany(f"UPDATE {table} SET authors = ? WHERE rowid = ?",
+                               changed)
+    cursor = await conn.execute("SELECT id, query, raw_query FROM subscriptions")
+    typed = [(clean_space(raw or "") or query, sub_id)
+             for sub_id, query, raw in await cursor.fetchall()]
+    await conn.executemany("UPDATE subscriptions SET raw_query = ? WHERE id = ?", typed)
+
+
+MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
     (
         1,
         "initial schema",
@@ -158,6 +195,11 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         DROP TABLE polls;
         ALTER TABLE outbox DROP COLUMN poll_id;
         """,
+    ),
+    (
+        3,
+        "author names without affiliations; subscriptions shown as typed",
+        _reclean_authors_and_keep_queries_as_typed,
     ),
 )
 

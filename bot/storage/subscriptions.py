@@ -1,4 +1,4 @@
-"""Subscriptions: each chat's `/follow` queries, stored in canonical form."""
+"""Subscriptions: each chat's `/follow` queries, in canonical form and as typed."""
 
 from __future__ import annotations
 
@@ -24,8 +24,11 @@ class SubscriptionRepository:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def add(self, chat_id: int, query: str, raw_query: str, now: float) -> AddResult:
-        """Add a canonical query for a chat unless it is a duplicate or the chat is full."""
+    async def add(self, chat_id: int, query: str, typed: str, now: float) -> AddResult:
+        """Add a canonical query for a chat unless it is a duplicate or the chat is full.
+
+        `typed` is kept to show the chat; a duplicate comes back as it was typed first.
+        """
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
                 "SELECT id FROM subscriptions WHERE chat_id = ? AND query = ?", (chat_id, query)
@@ -40,26 +43,29 @@ class SubscriptionRepository:
             cursor = await conn.execute(
                 "INSERT INTO subscriptions (chat_id, query, raw_query, created_at) "
                 "VALUES (?, ?, ?, ?)",
-                (chat_id, query, raw_query, now),
+                (chat_id, query, typed, now),
             )
             return AddResult("added", await self._numbered(conn, chat_id, cursor.lastrowid))
 
     @staticmethod
     async def _numbered(conn, chat_id: int, sub_id: int | None) -> Subscription:
         cursor = await conn.execute(
-            "SELECT id, query FROM subscriptions WHERE chat_id = ? ORDER BY id", (chat_id,)
+            "SELECT id, query, raw_query FROM subscriptions WHERE chat_id = ? ORDER BY id",
+            (chat_id,),
         )
         for number, row in enumerate(await cursor.fetchall(), start=1):
             if row["id"] == sub_id:
-                return Subscription(row["id"], chat_id, row["query"], number)
+                return Subscription(row["id"], chat_id, row["query"], number, row["raw_query"])
         raise LookupError(sub_id)
 
     async def for_chat(self, chat_id: int) -> list[Subscription]:
         """The chat's subscriptions, numbered 1.. in the order they were added."""
         rows = await self._db.fetchall(
-            "SELECT id, query FROM subscriptions WHERE chat_id = ? ORDER BY id", (chat_id,)
+            "SELECT id, query, raw_query FROM subscriptions WHERE chat_id = ? ORDER BY id",
+            (chat_id,),
         )
-        return [Subscription(r["id"], chat_id, r["query"], n) for n, r in enumerate(rows, 1)]
+        return [Subscription(r["id"], chat_id, r["query"], n, r["raw_query"])
+                for n, r in enumerate(rows, 1)]
 
     async def remove(self, chat_id: int, sub_id: int) -> bool:
         """Remove one subscription, only if it belongs to `chat_id`."""
@@ -75,14 +81,17 @@ class SubscriptionRepository:
 
     async def all(self) -> list[Subscription]:
         """Every subscription of every chat (to build the matcher)."""
-        rows = await self._db.fetchall("SELECT id, chat_id, query FROM subscriptions ORDER BY id")
-        return [Subscription(r["id"], r["chat_id"], r["query"]) for r in rows]
+        rows = await self._db.fetchall(
+            "SELECT id, chat_id, query, raw_query FROM subscriptions ORDER BY id")
+        return [Subscription(r["id"], r["chat_id"], r["query"], typed=r["raw_query"])
+                for r in rows]
 
     async def get(self, sub_id: int) -> Subscription | None:
         row = await self._db.fetchone(
-            "SELECT id, chat_id, query FROM subscriptions WHERE id = ?", (sub_id,)
+            "SELECT id, chat_id, query, raw_query FROM subscriptions WHERE id = ?", (sub_id,)
         )
-        return None if row is None else Subscription(row["id"], row["chat_id"], row["query"])
+        return None if row is None else Subscription(row["id"], row["chat_id"], row["query"],
+                                                     typed=row["raw_query"])
 
     async def count(self) -> int:
         return int(await self._db.fetchval("SELECT COUNT(*) FROM subscriptions"))
