@@ -26,7 +26,9 @@ async def delivered_ids(harness: Harness, chat_id: int, papers: list[Paper]) -> 
 async def test_a_full_width_minus_excludes_surveys(harness: Harness) -> None:
     chat = 9101
     reply = await harness.ask(chat, "/follow cs.LG －survey", **ZH)
-    assert "cat:cs.LG NOT survey" in reply.text
+    assert "cs.LG -survey" in reply.text, "shown as typed, in ASCII"
+    [sub] = await harness.services.storage.subscriptions.for_chat(chat)
+    assert sub.query == "cat:cs.LG NOT survey"
     survey = make_paper(1, title="A survey of sparse attention")
     study = make_paper(2, title="Sparse attention with a learned router")
     assert await delivered_ids(harness, chat, [survey, study]) == {study.arxiv_id}
@@ -35,7 +37,7 @@ async def test_a_full_width_minus_excludes_surveys(harness: Harness) -> None:
 async def test_a_full_width_colon_follows_the_author(harness: Harness) -> None:
     chat = 9102
     reply = await harness.ask(chat, "/follow au：Yoneki", **ZH)
-    assert "au:yoneki" in reply.text
+    assert "au:Yoneki" in reply.text
     [sub] = await harness.services.storage.subscriptions.for_chat(chat)
     assert sub.query == "au:yoneki"
     by_her = make_paper(3, authors=("Eiko Yoneki",), categories=("cs.DC",))
@@ -47,7 +49,9 @@ async def test_a_full_width_colon_follows_the_author(harness: Harness) -> None:
 async def test_full_width_parentheses_group(harness: Harness) -> None:
     chat = 9103
     reply = await harness.ask(chat, "/follow cs.CL （RAG OR retrieval）", **ZH)
-    assert "cat:cs.CL (rag OR retrieval)" in reply.text
+    assert "cs.CL (RAG OR retrieval)" in reply.text
+    [sub] = await harness.services.storage.subscriptions.for_chat(chat)
+    assert sub.query == "cat:cs.CL (rag OR retrieval)"
     in_cl = make_paper(5, categories=("cs.CL",), title="Dense retrieval for long documents")
     rag_in_cl = make_paper(6, categories=("cs.CL",), title="RAG for scientific questions")
     other_cl = make_paper(7, categories=("cs.CL",), title="Tokenizers for Uzbek")
@@ -59,7 +63,9 @@ async def test_full_width_parentheses_group(harness: Harness) -> None:
 
 async def test_an_ideographic_space_separates_terms(harness: Harness) -> None:
     reply = await harness.ask(9104, "/follow cs.LG\u3000＂graph neural＂", **ZH)
-    assert '"graph neural" cat:cs.LG' in reply.text
+    assert 'cs.LG "graph neural"' in reply.text
+    [sub] = await harness.services.storage.subscriptions.for_chat(9104)
+    assert sub.query == '"graph neural" cat:cs.LG'
 
 
 async def test_a_cjk_keyword_is_accepted_with_a_note_about_english_abstracts(
