@@ -82,7 +82,7 @@ async def test_a_chinese_user_gets_chinese_from_the_first_message_until_lang_en(
     assert_no_english(chrome(expanded, paper))
 
     listing = await harness.ask(CHAT, "/list", **ZH)
-    assert "我的订阅" in listing.text and "1. cat:cs.LG" in listing.text
+    assert "我的订阅" in listing.text and "1. cs.LG" in listing.text
     assert listing.button_texts == ["✖ 1"]
     assert_no_english(chrome(listing))
 

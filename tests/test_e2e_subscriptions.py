@@ -74,7 +74,9 @@ async def test_list_shows_numbered_subscriptions_with_remove_buttons(harness: Ha
 
     answer = await harness.press(CHAT, listing.message_id, listing.callback_data[0])
     assert "Removed" in (answer.text or "")
-    edited = harness.tg.message(CHAT, listing.message_id)
+    edited = await harness.tg.wait_for(
+        lambda: (m := harness.tg.message(CHAT, listing.message_id)).edit_count and m,
+        what="the list redrawn")
     assert "cs.LG" not in edited.text and edited.button_texts == ["✖ 1"]
     remaining = await harness.services.storage.subscriptions.for_chat(CHAT)
     assert [s.query.lower() for s in remaining] == ["au:yoneki"]
