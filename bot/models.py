@@ -37,11 +37,16 @@ class ArxivId:
 
     @classmethod
     def parse(cls, text: str) -> ArxivId | None:
-        """Parse `2611.11450v2`, `hep-th/9901001`, `arXiv:…` or an abs/pdf URL; else None."""
+        """Parse `2611.11450v2`, `hep-th/9901001`, `arXiv:…` or an abs/pdf/html URL; else None.
+
+        A URL may carry a query or a fragment (`…/abs/2401.01234v2?context=cs`, `…#S2`), as
+        links copied from arXiv's listings and search pages do.
+        """
         text = text.strip()
         text = re.sub(r"^(?:https?://)?(?:www\.|export\.)?arxiv\.org/(?:abs|pdf|html)/", "", text,
                       flags=re.IGNORECASE)
         text = re.sub(r"^arxiv:", "", text, flags=re.IGNORECASE)
+        text = re.sub(r"[?#].*$", "", text, flags=re.DOTALL)
         text = re.sub(r"(?:\.pdf)?/?$", "", text)
         match = ARXIV_ID_RE.fullmatch(text)
         if match is None:

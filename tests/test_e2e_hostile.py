@@ -59,8 +59,8 @@ HOSTILE = {
 Snapshot = dict[str, list[tuple[Any, ...]]]
 
 # What each command may change when it accepts its argument, and the reply that says so.
-# Markup, right-to-left text and SQL words in a /follow query are accepted as plain words
-# (stored in canonical form, always escaped on output); anything refused changes nothing.
+# Right-to-left text and SQL words in a /follow query are accepted as plain words (always
+# escaped on output); markup characters such as `<` are refused; anything refused changes nothing.
 ACCEPTED: dict[str, tuple[set[str], tuple[str, ...]]] = {
     "/follow": ({"subscriptions"}, ("Following #",)),
     "/unfollow": ({"subscriptions"}, ("Removed",)),
@@ -239,7 +239,7 @@ async def test_right_to_left_and_emoji_queries_are_stored_as_text(harness: Harne
     listing = await harness.ask(CHAT, "/list")
     assert "נ" not in listing.text and "מודל שפה" in listing.text and "نموذج" in listing.text
     emoji_only = await harness.ask(CHAT, "/follow " + HOSTILE["emoji"])
-    assert "no letters or digits" in emoji_only.text
+    assert "'🧪' at column 1 can't be used" in emoji_only.text
     assert len(await harness.services.storage.subscriptions.for_chat(CHAT)) == 1
 
 

@@ -59,3 +59,40 @@ async def test_subscriptions_are_listed_and_matched_exactly_as_typed(harness: Ha
     await harness.poll()
     [alert] = _alerts(harness)
     assert 'matched: "on-policy distillation", au:Yoneki' in alert.text
+
+
+async def test_markup_is_refused_naming_the_character_and_the_list_is_unchanged(
+        harness: Harness) -> None:
+    await harness.ask(CHAT, "/follow au:Yoneki")
+    before = await harness.ask(CHAT, "/list")
+
+    refused = await harness.ask(CHAT, "/follow <b>x</b>")
+
+    assert "couldn't read" in refused.text and "'<' at column 1" in refused.text
+    assert "<b>x</b>" in refused.text, "echoed as text, escaped"
+    after = await harness.ask(CHAT, "/list")
+    assert after.text == before.text
+    assert [s.display for s in await harness.services.storage.subscriptions.for_chat(CHAT)] == [
+        "au:Yoneki"]
+
+
+async def test_newlines_and_tabs_in_a_query_are_spaces(harness: Harness) -> None:
+    reply = await harness.ask(CHAT, "/follow cs.LG\n\tau:Yoneki\r\nOR  ti:routing")
+    assert "Following #1: cs.LG au:Yoneki OR ti:routing\n" in reply.text
+    [sub] = await harness.services.storage.subscriptions.for_chat(CHAT)
+    assert sub.query == "au:yoneki cat:cs.LG OR ti:routing"
+
+
+async def test_paper_links_with_a_query_or_a_fragment_and_authors_with_affiliations(
+        harness: Harness) -> None:
+    pham = _real("au:pham")
+    paper = make_paper(1, authors=(pham["string"], "Dirk Wübben"))
+    paper = type(paper)(**{**{f: getattr(paper, f) for f in paper.__slots__},
+                           "arxiv_id": "2401.01234", "version": 2})
+    harness.arxiv.set_api_papers([paper])
+    for link in ("https://arxiv.org/abs/2401.01234v2?context=cs",
+                 "https://arxiv.org/pdf/2401.01234v2.pdf?download=1#page=3",
+                 "arxiv.org/html/2401.01234v2#S2"):
+        card = await harness.ask(CHAT, f"/paper {link}")
+        assert "arXiv:2401.01234v2" in card.text, link
+        assert "Quang-Cuong Pham, Dirk Wübben\n" in card.text, "the API name without affiliation"

@@ -51,13 +51,14 @@ async def test_an_overlong_query_is_refused(harness: Harness) -> None:
     assert await harness.services.storage.subscriptions.for_chat(CHAT) == []
 
 
-async def test_hostile_text_is_echoed_escaped_and_stored_as_text(harness: Harness) -> None:
+async def test_hostile_text_is_echoed_escaped_and_markup_refused(harness: Harness) -> None:
     refused = await harness.ask(CHAT, "/follow \"<b>bold</b>\" '; DROP TABLE subscriptions; --")
     # The fake rejects broken HTML like Telegram does, so arriving at all proves the escaping.
     assert refused.parse_mode == "HTML" and "<b>bold</b>" in refused.text
+    assert "'<' at column 2" in refused.text, "the reply names the character and where it is"
     assert await harness.services.storage.subscriptions.count() == 0
 
-    stored = await harness.ask(CHAT, "/follow \"<b>bold</b>\" DROP TABLE")
+    stored = await harness.ask(CHAT, "/follow \"bold\" DROP TABLE")
     assert "Following #1" in stored.text
     subs = await harness.services.storage.subscriptions.for_chat(CHAT)
     assert len(subs) == 1 and "drop" in subs[0].query and "table" in subs[0].query

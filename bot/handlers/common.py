@@ -18,6 +18,8 @@ from bot.query.text import normalise_input
 log = logging.getLogger(__name__)
 
 MAX_ARGUMENT_LENGTH = 300
+# Control characters that only lay text out: read as spaces, never refused.
+_LINE_SPACES = frozenset("\t\n\r\v\f")
 
 
 async def record_chat(update: Update, context: BotContext) -> None:
@@ -65,9 +67,12 @@ def command_argument(update: Update) -> str:
 
 def clean_argument(text: str) -> str | None:
     """The argument without zero-width or direction marks, full-width forms as ASCII (NFKC);
-    None if control characters remain."""
+    None if control characters remain.
+
+    Newlines and tabs are spaces: a query pasted over two lines means what it says.
+    """
     stripped = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    if any(unicodedata.category(ch) == "Cc" and ch not in " " for ch in stripped):
+    if any(unicodedata.category(ch) == "Cc" and ch not in _LINE_SPACES for ch in stripped):
         return None
     return " ".join(normalise_input(stripped).split())
 

@@ -17,6 +17,7 @@ the same thing compare equal and share one `canonical` text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -458,9 +459,26 @@ def cjk_terms(node: Node) -> list[str]:
     return []
 
 
+# Besides letters, marks, digits, spaces and punctuation (quotes, parentheses, `:`, `*`, `-`,
+# `.`, `'`, `&`, `\` …), only these symbols may appear: `C++`, `O(n^2)`, `$\alpha$`, `x=y`.
+# Any other symbol (`<`, `>`, `|`, a backtick, emoji) is refused, so `<b>x</b>` is not silently
+# read as the words "b x b".
+_ALLOWED_SYMBOLS = frozenset("+=$^~")
+
+
+def _refuse_symbols(query: str) -> None:
+    for index, char in enumerate(query):
+        if (unicodedata.category(char)[0] in "LMNP" or char.isspace()
+                or char in _ALLOWED_SYMBOLS):
+            continue
+        raise QueryError(_("the character '{character}' at column {column} can't be used in a "
+                           "query"), index + 1, character=char)
+
+
 def _parse(query: str) -> Node:
     if not query.strip():
         raise QueryError(_("empty query"), 1)
+    _refuse_symbols(query)
     # Phones turn typed quotes into curly ones; one character for one keeps the columns right.
     node = _Parser(query.translate(_SMART_QUOTES)).parse()
     if not is_anchored(node):
