@@ -89,7 +89,7 @@ class Pipeline:
         A dry run reads and matches but stores nothing (no papers, no validators, no alerts),
         so the running bot still delivers everything it saw.
         """
-        async with self._lock:
+        async with self._lock, self._arxiv.ingest():
             started = time.monotonic()
             report = PollReport()
             plan = build_feed_plan(

@@ -7,7 +7,8 @@ import email.utils
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import urlencode, urljoin
@@ -28,6 +29,7 @@ from bot.arxiv.feeds import ApiResult, RssFeed, parse_api, parse_rss
 from bot.models import ArxivId, Paper
 
 __all__ = [
+    "INTERACTIVE",
     "ApiError",
     "ArxivClient",
     "ArxivError",
@@ -37,6 +39,7 @@ __all__ = [
     "HTTPStatusError",
     "NetworkError",
     "RateLimitedError",
+    "RequestPolicy",
     "RssFetch",
 ]
 
@@ -54,6 +57,21 @@ _MAX_REDIRECTS = 3
 _ID_BATCH = 100
 
 SleepFn = Callable[[float], Awaitable[object]]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPolicy:
+    """How hard one request tries: attempts, the time each may take, the longest Retry-After
+    worth waiting for (a longer one fails the request at once)."""
+
+    attempts: int
+    timeout: float
+    max_retry_after: float
+
+
+# A person is waiting for the answer (`/paper`, a button's fallback): one try, a short timeout,
+# no waiting out arXiv's Retry-After. They are told to try again; ingest keeps its patience.
+INTERACTIVE = RequestPolicy(attempts=1, timeout=8.0, max_retry_after=0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,15 +122,19 @@ class ArxivClient:
         self.api_url = api_url
         self.user_agent = f"arxiv-alert-bot/{__version__} {contact}".strip()
         self._min_interval = min_interval
-        self._max_attempts = max_attempts
         self._backoff_base = backoff_base
         self._max_backoff = max_backoff
-        self._max_retry_after = max_retry_after
         self._max_body_bytes = max_body_bytes
         self._sleep = sleep
         self._rng = rng or random.Random()
+        self._policy = RequestPolicy(max_attempts, timeout, max_retry_after)
         self._gate = asyncio.Lock()
         self._last_request_end: float | None = None
+        # Scheduled ingest comes first: interactive requests wait while a poll runs, so a poll
+        # is delayed by at most the one interactive request already at the gate.
+        self._ingesting = 0
+        self._ingest_idle = asyncio.Event()
+        self._ingest_idle.set()
         self._http = httpx.AsyncClient(
             headers={"User-Agent": self.user_agent},
             timeout=httpx.Timeout(timeout),
@@ -130,6 +152,34 @@ class ArxivClient:
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._http.aclose()
+
+    @asynccontextmanager
+    async def ingest(self) -> AsyncIterator[None]:
+        """Mark a scheduled poll in progress: interactive requests wait until it ends."""
+        self._ingesting += 1
+        self._ingest_idle.clear()
+        try:
+            yield
+        finally:
+            self._ingesting -= 1
+            if not self._ingesting:
+                self._ingest_idle.set()
+
+    async def interactive_turn(self) -> None:
+        """Return once an interactive request could be sent at once: no poll running and the
+        politeness gap over. Look-up queues wait here, so what arrives meanwhile joins one batch.
+        """
+        while True:
+            await self._ingest_idle.wait()
+            wait = self._gap_left()
+            if wait <= 0 and not self._gate.locked():
+                return
+            await asyncio.sleep(max(wait, 0.05))
+
+    def _gap_left(self) -> float:
+        if self._last_request_end is None:
+            return 0.0
+        return self._last_request_end + self._min_interval - time.monotonic()
 
     async def fetch(self, url: str, etag: str | None = None,
                     last_modified: str | None = None) -> FetchResult:
@@ -151,8 +201,12 @@ class ArxivClient:
             raise
         return RssFetch(result, feed)
 
-    async def lookup_ids(self, ids: Iterable[str]) -> list[Paper]:
-        """The papers with these ids (latest version unless given); unknown ids are left out."""
+    async def lookup_ids(self, ids: Iterable[str], *,
+                         policy: RequestPolicy | None = None) -> list[Paper]:
+        """The papers with these ids (latest version unless given); unknown ids are left out.
+
+        `policy` defaults to the client's own (ingest's); interactive callers pass INTERACTIVE.
+        """
         wanted: list[str] = []
         for raw in ids:
             parsed = ArxivId.parse(raw)
@@ -163,14 +217,15 @@ class ArxivClient:
         for start in range(0, len(wanted), _ID_BATCH):
             batch = wanted[start:start + _ID_BATCH]
             query = {"id_list": ",".join(batch), "max_results": str(len(batch))}
-            result = await self._api(query)
+            result = await self._api(query, policy)
             papers.extend(result.papers)
         return papers
 
-    async def _api(self, params: dict[str, str]) -> ApiResult:
+    async def _api(self, params: dict[str, str],
+                   policy: RequestPolicy | None = None) -> ApiResult:
         url = f"{self.api_url}?{urlencode(params, safe=',:/')}"
         # arXiv's API reports bad queries as an Atom error entry with HTTP 400.
-        result = await self._fetch(url, extra_ok=frozenset({400}))
+        result = await self._fetch(url, extra_ok=frozenset({400}), policy=policy)
         try:
             parsed = await asyncio.to_thread(parse_api, result.body)
         except ArxivError as exc:
@@ -185,7 +240,10 @@ class ArxivClient:
 
     async def _fetch(self, url: str, *, etag: str | None = None,
                      last_modified: str | None = None,
-                     extra_ok: frozenset[int] = frozenset()) -> FetchResult:
+                     extra_ok: frozenset[int] = frozenset(),
+                     policy: RequestPolicy | None = None) -> FetchResult:
+        policy = policy or self._policy
+        interactive = policy is not self._policy
         headers: dict[str, str] = {}
         if etag:
             headers["If-None-Match"] = etag
@@ -196,8 +254,9 @@ class ArxivClient:
         while True:
             attempt += 1
             try:
-                status, response_headers, body = await self._send(url, headers)
-            except httpx.TimeoutException as exc:
+                status, response_headers, body = await self._send(
+                    url, headers, timeout=policy.timeout, interactive=interactive)
+            except (httpx.TimeoutException, TimeoutError) as exc:
                 failure: ArxivError = FetchTimeoutError(
                     f"arXiv did not answer in time ({type(exc).__name__})", url=url)
                 retry_after = None
@@ -233,16 +292,19 @@ class ArxivClient:
                 failure = error_type(status, url=url, retryable=True)
                 retry_after = _retry_after_seconds(response_headers.get("retry-after"))
 
-            if attempt >= self._max_attempts:
+            too_long = retry_after is not None and retry_after > policy.max_retry_after
+            if attempt >= policy.attempts or (too_long and interactive):
                 failure.attempts = attempt
                 raise failure
             delay = self._backoff(attempt, retry_after)
             log.warning("arXiv request failed (%s), attempt %d of %d, retrying in %.1f s",
-                        failure.message, attempt, self._max_attempts, delay)
+                        failure.message, attempt, policy.attempts, delay)
             await self._sleep(delay)
 
-    async def _send(self, url: str, headers: dict[str, str]
-                    ) -> tuple[int, httpx.Headers, bytes]:
+    async def _send(self, url: str, headers: dict[str, str], *, timeout: float,
+                    interactive: bool = False) -> tuple[int, httpx.Headers, bytes]:
+        if interactive:
+            await self._ingest_idle.wait()
         async with self._gate:
             if self._last_request_end is not None:
                 wait = self._last_request_end + self._min_interval - time.monotonic()
@@ -250,7 +312,10 @@ class ArxivClient:
                     # Always a real sleep: the gap is a promise to arXiv, not a test knob.
                     await asyncio.sleep(wait)
             try:
-                async with self._http.stream("GET", url, headers=headers) as response:
+                # httpx's timeout bounds each read; a person waiting gets a bound on the whole
+                # response, so a server trickling bytes cannot keep them (and the gate) long.
+                async with asyncio.timeout(timeout if interactive else None), self._http.stream(
+                        "GET", url, headers=headers, timeout=timeout) as response:
                     chunks: list[bytes] = []
                     size = 0
                     async for chunk in response.aiter_bytes():
@@ -267,7 +332,7 @@ class ArxivClient:
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
-            return min(retry_after, self._max_retry_after)
+            return min(retry_after, self._policy.max_retry_after)
         exponential = self._backoff_base * 2 ** (attempt - 1)
         jitter = self._rng.uniform(0, self._backoff_base)
         return min(exponential + jitter, self._max_backoff)
