@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from telegram import BotCommand
+from telegram import BotCommand, Update
 from telegram.error import TelegramError
 from telegram.ext import (
     AIORateLimiter,
@@ -23,6 +23,8 @@ from telegram.ext import (
 )
 
 from bot.arxiv.client import ArxivClient
+from bot.arxiv.lookups import LookupQueue
+from bot.budget import BudgetPolicy, CommandBudget
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.delivery.pacing import Pacer
@@ -32,6 +34,7 @@ from bot.handlers import basic, buttons, library, overview, subscriptions
 from bot.handlers import settings as chat_settings
 from bot.handlers.common import record_chat
 from bot.handlers.context import BotContext, Services
+from bot.handlers.guard import budget_guard
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
 from bot.query.service import SubscriptionService
@@ -77,6 +80,7 @@ async def _post_init(application: Application) -> None:
         rss_url=settings.arxiv_rss_url, api_url=settings.arxiv_api_url,
         contact=settings.contact, min_interval=settings.arxiv_min_interval_seconds,
     )
+    services.lookups = LookupQueue(services.arxiv)
     services.sender = Sender(application.bot, services.storage, services.clock, services.pacer,
                              on_migrated=services.subscriptions.chat_migrated)
     services.pipeline = Pipeline(settings, services.storage, services.arxiv,
@@ -132,6 +136,8 @@ def tracked(job: Job) -> Job:
 
 async def _post_shutdown(application: Application) -> None:
     services: Services = application.bot_data["services"]
+    if services.lookups is not None:
+        await services.lookups.aclose()
     if services.arxiv is not None:
         await services.arxiv.aclose()
     if getattr(services, "storage", None) is not None:
@@ -221,11 +227,12 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
 
 def build_application(
     settings: Settings, clock: Clock | None = None, *, schedule_jobs: bool = True,
-    pacer: Pacer | None = None,
+    pacer: Pacer | None = None, budget: BudgetPolicy | None = None,
 ) -> Application:
     """Build the bot: handlers, jobs and services, ready for `run_polling` or manual start.
 
-    Tests pass `schedule_jobs=False` to drive polls themselves, and a faster `pacer`.
+    Tests pass `schedule_jobs=False` to drive polls themselves, a faster `pacer`, and may pass
+    another command `budget`.
     """
     clock = clock or SystemClock()
     context_types = ContextTypes(context=BotContext)
@@ -242,10 +249,13 @@ def build_application(
         .build()
     )
     services = Services(settings=settings, storage=None, clock=clock,  # type: ignore[arg-type]
-                        started_at=clock.now(), schedule_jobs=schedule_jobs, pacer=pacer)
+                        started_at=clock.now(), schedule_jobs=schedule_jobs, pacer=pacer,
+                        budget=CommandBudget(budget or BudgetPolicy()))
     application.bot_data["services"] = services
 
-    # Group -1 runs before every handler: each update first records its chat.
+    # Before every handler: group -2 charges the chat's command budget (and stops an update
+    # over budget), then group -1 records the chat.
+    application.add_handler(TypeHandler(Update, budget_guard), group=-2)
     application.add_handler(TypeHandler(object, record_chat), group=-1)
 
     application.add_handler(CommandHandler("start", basic.start))

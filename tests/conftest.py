@@ -12,7 +12,8 @@ import pytest
 from telegram.ext import Application
 
 from bot.app import build_application, send_due_digests
-from bot.clock import ManualClock
+from bot.budget import UNLIMITED, BudgetPolicy
+from bot.clock import Clock, ManualClock
 from bot.config import Settings, load_settings
 from bot.delivery.pacing import Pacer
 from bot.handlers.context import Services
@@ -88,6 +89,11 @@ class Harness:
         self.tg.send_text(-999_999_999, "ping from the harness", title="harness")
         await self.tg.wait_for(lambda: len(self.tg.calls) > before and
                                self.tg.pending_updates == 0, what="the settling round trip")
+        # Chats are handled side by side: the ping's answer does not mean another chat's
+        # updates are done, so wait until no update is running or waiting for its turn.
+        processor = self.app.update_processor
+        await self.tg.wait_for(lambda: not getattr(processor, "running_tasks", ()),
+                               what="every update to be handled")
 
     async def poll(self) -> PollReport:
         """One scheduled poll, as the job runs it: ingest, match, queue, deliver."""
@@ -138,10 +144,13 @@ def fake_arxiv() -> Iterator[FakeArxivServer]:
     server.stop()
 
 
-async def start_bot(settings: Settings, clock: ManualClock, pacer: Pacer | None = None,
-                    ) -> Application:
+async def start_bot(settings: Settings, clock: Clock, pacer: Pacer | None = None,
+                    budget: BudgetPolicy = UNLIMITED) -> Application:
+    """The bot, started. Scripted chats type far faster than any person, so the command budget
+    is off unless a test passes one (the budget's own tests pass the real `BudgetPolicy()`)."""
     app = build_application(settings, clock, schedule_jobs=False,
-                            pacer=pacer or Pacer(rate=1000, private_interval=0, group_interval=0))
+                            pacer=pacer or Pacer(rate=1000, private_interval=0, group_interval=0),
+                            budget=budget)
     await app.initialize()
     await app.post_init(app)
     await app.start()

@@ -94,10 +94,18 @@ def citation_key(paper: Paper) -> str:
     return (_ascii_letters(surname) or "anon") + (year_of(paper) or "") + "".join(meaningful[:2])
 
 
-def to_bibtex(papers: Sequence[Paper]) -> str:
-    """A `.bib` document with one entry per paper, keys stable and unique within the file."""
+# What bibtexparser writes between two entries: parts written apart join into the same document.
+PART_SEPARATOR = "\n\n"
+
+
+def to_bibtex(papers: Sequence[Paper], used: set[str] | None = None) -> str:
+    """A `.bib` document with one entry per paper, keys stable and unique within the file.
+
+    A large library can be written in parts: pass the same `used` set to each (it collects the
+    keys taken) and join them with PART_SEPARATOR, and the document is the same.
+    """
     library = bibtexparser.Library()
-    used: set[str] = set()
+    used = set() if used is None else used
     for paper in papers:
         base_key = citation_key(paper)
         key, suffix = base_key, 0

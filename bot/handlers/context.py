@@ -8,14 +8,17 @@ from typing import TYPE_CHECKING
 
 from telegram.ext import Application, CallbackContext, ExtBot
 
+from bot.budget import CommandBudget
 from bot.clock import Clock
 from bot.config import Settings
 from bot.storage import Storage
 
 if TYPE_CHECKING:
     from bot.arxiv.client import ArxivClient
+    from bot.arxiv.lookups import LookupQueue
     from bot.delivery.pacing import Pacer
     from bot.delivery.sender import Sender
+    from bot.handlers.progress import ProgressPolicy
     from bot.pipeline import Pipeline
     from bot.query.service import SubscriptionService
     from bot.storage.chats import Chat
@@ -39,6 +42,9 @@ class Services:
     pacer: Pacer | None = None
     # Jobs running right now (polls, drains, digests), for a stop that must end in time.
     work: set[asyncio.Task[None]] = field(default_factory=set)
+    budget: CommandBudget = field(default_factory=CommandBudget)
+    lookups: LookupQueue | None = None
+    progress: ProgressPolicy | None = None  # None: the defaults; tests show progress at once
 
 
 class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
@@ -64,6 +70,11 @@ class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
     def subscriptions(self) -> SubscriptionService:
         assert self.services.subscriptions is not None, "opened in post_init"
         return self.services.subscriptions
+
+    @property
+    def lookups(self) -> LookupQueue:
+        assert self.services.lookups is not None, "opened in post_init"
+        return self.services.lookups
 
     def now(self) -> float:
         return self.services.clock.now()

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 
 from telegram import Message, Update
-from telegram.constants import ParseMode
+from telegram.constants import ChatAction, ParseMode
 
 from bot.arxiv.errors import ArxivError
+from bot.arxiv.lookups import TooManyLookups
 from bot.delivery import callbacks
-from bot.delivery.bibtex import to_bibtex
+from bot.delivery.bibtex import PART_SEPARATOR, to_bibtex
 from bot.delivery.pages import PAGE_SIZE, page_count, render_saved_page
 from bot.delivery.render import RenderedMessage, render_paper_card
 from bot.handlers.common import (
@@ -20,10 +22,13 @@ from bot.handlers.common import (
     reply,
 )
 from bot.handlers.context import BotContext
-from bot.i18n import t
-from bot.models import ArxivId
+from bot.handlers.progress import Progress
+from bot.i18n import t, tn
+from bot.models import ArxivId, Paper
 
 log = logging.getLogger(__name__)
+
+EXPORT_PART = 250  # papers written per step of /export; progress is shown between steps
 
 
 async def _page_view(context: BotContext, chat_id: int, page: int) -> RenderedMessage:
@@ -68,19 +73,35 @@ async def on_remove_button(update: Update, context: BotContext,
 
 
 async def export(update: Update, context: BotContext) -> None:
-    """The library as a BibTeX document."""
+    """The library as a BibTeX document; a large one shows its progress while it is written."""
+    lang = context.lang
     papers = await context.store.saved.all(update.effective_chat.id)
     if not papers:
         await reply(update, context, t(
-            context.lang, "Your library is empty, so there is nothing to export yet. "
+            lang, "Your library is empty, so there is nothing to export yet. "
             "Tap <b>Save</b> under a paper first."
         ))
         return
-    document = io.BytesIO(to_bibtex(papers).encode("utf-8"))
-    await update.effective_message.reply_document(
-        document, filename="arxiv-library.bib",
-        caption=t(context.lang, "{count} saved papers as BibTeX.", count=len(papers)),
-    )
+    total = len(papers)
+    async with Progress(update, context, _exporting(lang, 0, total),
+                        action=ChatAction.UPLOAD_DOCUMENT) as progress:
+        parts: list[str] = []
+        keys: set[str] = set()
+        for start in range(0, total, EXPORT_PART):
+            # Off the event loop: a thousand entries take about a second of CPU.
+            parts.append(await asyncio.to_thread(to_bibtex, papers[start:start + EXPORT_PART],
+                                                 keys))
+            await progress.advance(_exporting(lang, min(start + EXPORT_PART, total), total))
+        document = io.BytesIO(PART_SEPARATOR.join(parts).encode("utf-8"))
+        await update.effective_message.reply_document(
+            document, filename="arxiv-library.bib",
+            caption=t(lang, "{count} saved papers as BibTeX.", count=total),
+        )
+        await progress.dismiss()
+
+
+def _exporting(lang: str, done: int, total: int) -> str:
+    return t(lang, "📦 Exporting your library: {done}/{total} papers…", done=done, total=total)
 
 
 async def paper(update: Update, context: BotContext) -> None:
@@ -103,30 +124,46 @@ async def paper(update: Update, context: BotContext) -> None:
 
 
 async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> None:
-    """Reply with the card of `arxiv_id`, looked up in the store, else in the arXiv API."""
-    lang = context.lang
-    store = context.store
-    found = await store.papers.get(arxiv_id.base, arxiv_id.version)
-    if found is None:
-        arxiv = context.services.arxiv
-        try:
-            fetched = await arxiv.lookup_ids([str(arxiv_id)]) if arxiv is not None else []
-        except ArxivError as exc:
-            log.warning("arXiv look-up of %s failed: %s", arxiv_id, exc)
-            await reply(update, context, t(
-                lang, "arXiv did not answer just now. Please try again in a minute."
-            ))
-            return
-        if fetched:
-            await store.papers.cache_lookups(fetched, context.now())
-            found = fetched[0]
-    if found is None:
-        await reply(update, context, t(
-            lang, "arXiv has no paper {id}.", id=quote(str(arxiv_id))
-        ))
+    """Reply with the card of `arxiv_id` from the store, else from an arXiv look-up.
+
+    The look-up waits its turn in the queue that serves chats in turn, so another chat's
+    flood of look-ups delays it by one request at most; while it waits, the chat sees progress.
+    """
+    found = await context.store.papers.get(arxiv_id.base, arxiv_id.version)
+    if found is not None:
+        card = await _card(update, context, found)
+        await reply(update, context, card.text, reply_markup=card.reply_markup)
         return
-    card = render_paper_card(
-        found, saved=await store.saved.is_saved(update.effective_chat.id, found.arxiv_id),
-        lang=lang,
-    )
-    await reply(update, context, card.text, reply_markup=card.reply_markup)
+    lang = context.lang
+    try:
+        pending = context.lookups.submit(update.effective_chat.id, arxiv_id)
+    except TooManyLookups as exc:
+        await reply(update, context, tn(
+            lang, "You already have {count} look-up waiting for arXiv. I'll answer it "
+            "first; send this one again after that.",
+            "You already have {count} look-ups waiting for arXiv. I'll answer them first; "
+            "send this one again after that.", exc.limit))
+        return
+    if pending.done():  # an id arXiv said lately it does not have: no request, no progress
+        await reply(update, context, t(lang, "arXiv has no paper {id}.",
+                                       id=quote(str(arxiv_id))))
+        return
+    async with Progress(update, context, t(
+            lang, "🔎 Looking up {id} on arXiv…", id=quote(str(arxiv_id)))) as progress:
+        try:
+            found = await pending
+        except ArxivError as exc:
+            log.info("arXiv look-up of %s failed: %s", arxiv_id, exc)
+            await progress.finish(t(lang, "arXiv is slow right now; try again in a minute."))
+            return
+        if found is None:
+            await progress.finish(t(lang, "arXiv has no paper {id}.", id=quote(str(arxiv_id))))
+            return
+        await context.store.papers.cache_lookups([found], context.now())
+        card = await _card(update, context, found)
+        await progress.finish(card.text, reply_markup=card.reply_markup)
+
+
+async def _card(update: Update, context: BotContext, paper: Paper) -> RenderedMessage:
+    saved = await context.store.saved.is_saved(update.effective_chat.id, paper.arxiv_id)
+    return render_paper_card(paper, saved=saved, lang=context.lang)

@@ -1,0 +1,43 @@
+"""`bench/abuse.py` at a small size: one noisy chat cannot silence the others or buy replies.
+
+The full size (250 commands in 10 s, arXiv's 3-second gap) runs in the benchmark; its figures
+are in the README. Here: a third of the traffic in 3 s, a 1-second gap, the real budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from bot.budget import BudgetPolicy
+from bot.clock import SystemClock
+from tests.conftest import make_settings, start_bot, stop_bot
+from tests.fakes.arxiv_server import FakeArxivServer
+from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.traffic import Plan, answered, drive, figures, quiet_papers
+
+GAP = 1.0
+
+
+async def test_a_noisy_chat_gets_five_replies_while_every_other_chat_is_answered(
+        tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer) -> None:
+    plan = Plan().scaled(0.3)
+    fake_arxiv.set_api_papers(quiet_papers(plan))
+    settings = make_settings(tmp_path, fake_telegram, fake_arxiv,
+                             ARXIV_MIN_INTERVAL_SECONDS=str(GAP))
+    app = await start_bot(settings, SystemClock(), budget=BudgetPolicy())
+    try:
+        sent = await asyncio.to_thread(drive, fake_telegram, plan)
+        await fake_telegram.wait_for(lambda: answered(fake_telegram, sent, plan), timeout=30,
+                                     what="every quiet chat's answers")
+        await asyncio.sleep(GAP)  # room for anything more the noisy chat might get
+        result = figures(fake_telegram, fake_arxiv, sent, plan)
+    finally:
+        await stop_bot(app)
+
+    assert result.noisy_sent == plan.noisy_papers + plan.noisy_others
+    assert result.noisy_replies <= 5
+    assert len(result.help_latencies) == plan.quiet_chats * plan.helps_per_chat
+    assert len(result.paper_latencies) == plan.quiet_chats
+    assert result.arxiv_min_spacing is None or result.arxiv_min_spacing >= GAP
+    assert result.arxiv_ids_asked <= plan.quiet_chats + 2, "the flood never reached arXiv"
