@@ -774,6 +774,7 @@ class Soak:
         self.sender = Sender(self.bot, self.storage, self.clock, pacer)
         self.arxiv_client = ArxivClient(rss_url=self.settings.arxiv_rss_url,
                                         api_url=self.settings.arxiv_api_url,
+                                        listing_url=self.settings.arxiv_listing_url,
                                         contact=self.settings.contact,
                                         min_interval=self.settings.arxiv_min_interval_seconds)
         self.pipeline = Pipeline(self.settings, self.storage, self.arxiv_client,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
 from telegram import BotCommand, Update
@@ -37,6 +36,7 @@ from bot.handlers.context import BotContext, Services
 from bot.handlers.guard import budget_guard
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
+from bot.polling import schedule_polls
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
 from bot.update_processor import PerChatUpdateProcessor
@@ -63,7 +63,6 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 
 FIRST_POLL_DELAY = 3.0  # the spec asks for the first poll within 5 s of start-up
 DIGEST_CHECK_INTERVAL = 30.0
-RETRY_BASE_SECONDS = 60.0  # a failed poll is tried again after 60 s, 120 s, 240 s …
 DRAIN_INTERVAL = 2.0  # picks up retries that came due and alerts released by /resume
 OUTBOX_RETENTION_DAYS = 30
 PAPER_RETENTION_DAYS = 90  # far beyond /stats' 7 days and /follow's 7-day preview
@@ -78,7 +77,8 @@ async def _post_init(application: Application) -> None:
     await services.subscriptions.load()
     services.arxiv = ArxivClient(
         rss_url=settings.arxiv_rss_url, api_url=settings.arxiv_api_url,
-        contact=settings.contact, min_interval=settings.arxiv_min_interval_seconds,
+        listing_url=settings.arxiv_listing_url, contact=settings.contact,
+        min_interval=settings.arxiv_min_interval_seconds,
     )
     services.lookups = LookupQueue(services.arxiv)
     services.sender = Sender(application.bot, services.storage, services.clock, services.pacer,
@@ -89,8 +89,7 @@ async def _post_init(application: Application) -> None:
     if not services.schedule_jobs:
         return
     jobs = application.job_queue
-    jobs.run_repeating(tracked(poll_job), interval=settings.poll_interval_seconds,
-                       first=FIRST_POLL_DELAY, name="poll")
+    schedule_polls(jobs, first=FIRST_POLL_DELAY, wrap=tracked)
     jobs.run_repeating(tracked(drain_job), interval=DRAIN_INTERVAL, first=DRAIN_INTERVAL,
                        name="drain")
     jobs.run_repeating(tracked(digest_job), interval=DIGEST_CHECK_INTERVAL,
@@ -142,40 +141,6 @@ async def _post_shutdown(application: Application) -> None:
         await services.arxiv.aclose()
     if getattr(services, "storage", None) is not None:
         await services.storage.close()
-
-
-async def poll_job(context: BotContext) -> None:
-    """The scheduled poll: ingest, match, queue, then deliver what it queued."""
-    services = context.services
-    assert services.pipeline is not None and services.sender is not None
-    started = time.monotonic()
-    report = await services.pipeline.poll()
-    drained = await services.sender.drain()
-    log.info(
-        "poll done sources=%d failed=%d items=%d new=%d revised=%d seen=%d matches=%d "
-        "sent=%d digests=%d retried=%d failed_alerts=%d seconds=%.2f",
-        len(report.sources), len(report.failed_sources),
-        sum(s.items for s in report.sources), report.count("new"), report.count("revised"),
-        report.count("seen"), len(report.alerts), drained.sent, drained.digests,
-        drained.retried, drained.failed, time.monotonic() - started,
-    )
-    if not report.failed_sources:
-        services.failed_polls = 0
-        return
-    services.failed_polls += 1
-    delay = retry_delay(services.failed_polls, services.settings.poll_interval_seconds)
-    jobs = context.job_queue
-    if delay is not None and jobs is not None and not jobs.get_jobs_by_name("poll-retry"):
-        jobs.run_once(tracked(poll_job), when=delay, name="poll-retry")
-        log.warning("%d feed(s) failed; polling again in %.0f s",
-                    len(report.failed_sources), delay)
-
-
-def retry_delay(failed_polls: int, interval: float) -> float | None:
-    """Seconds to an extra poll after `failed_polls` failed ones in a row (60, 120, 240 s …);
-    None once the regular poll would come as soon."""
-    delay = RETRY_BASE_SECONDS * 2 ** min(failed_polls - 1, 16)
-    return delay if delay < interval else None
 
 
 async def drain_job(context: BotContext) -> None:

@@ -58,6 +58,7 @@ async def poll_once_cli(settings: Settings, *, dry_run: bool) -> int:
         subscriptions = SubscriptionService(storage, clock)
         await subscriptions.load()
         async with ArxivClient(rss_url=settings.arxiv_rss_url, api_url=settings.arxiv_api_url,
+                               listing_url=settings.arxiv_listing_url,
                                contact=settings.contact,
                                min_interval=settings.arxiv_min_interval_seconds) as arxiv:
             pipeline = Pipeline(settings, storage, arxiv, subscriptions, clock)

@@ -19,6 +19,15 @@ _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what Telegram accepts as s
 _CATEGORY_RE = re.compile(r"^[a-z][a-z\-]*(\.[A-Za-z\-]+)?$")
 
 
+DAY = 86400
+_CALENDAR_SECONDS = {
+    "ARXIV_TIGHT_POLL_SECONDS": "arxiv_tight_poll_seconds",
+    "ARXIV_RELAXED_POLL_SECONDS": "arxiv_relaxed_poll_seconds",
+    "ARXIV_TIGHT_WINDOW_SECONDS": "arxiv_tight_window_seconds",
+    "ARXIV_STALE_AFTER_SECONDS": "arxiv_stale_after_seconds",
+}
+
+
 class ConfigError(Exception):
     """A missing or malformed setting; its message is the one line shown to the operator."""
 
@@ -56,6 +65,12 @@ class Settings:
         if user_id is None or user_id not in operators:
             return False
         return chat_id == user_id or chat_id in self.admin_chat_ids
+    arxiv_listing_url: str = "https://arxiv.org/list"
+    # Polling by arXiv's calendar (bot/freshness.py); POLL_INTERVAL_SECONDS stays the ceiling.
+    arxiv_tight_poll_seconds: int = 60
+    arxiv_relaxed_poll_seconds: int = 3600
+    arxiv_tight_window_seconds: int = 7200
+    arxiv_stale_after_seconds: int = 1800
 
     def __repr__(self) -> str:
         return (
@@ -199,6 +214,13 @@ def load_settings(
             "ARXIV_MIN_INTERVAL_SECONDS", get("ARXIV_MIN_INTERVAL_SECONDS", "3"), 0.0
         ),
         **_webhook(get),  # type: ignore[arg-type]
+        arxiv_listing_url=_url(
+            "ARXIV_LISTING_URL", get("ARXIV_LISTING_URL", Settings.arxiv_listing_url)
+        ),
+        **{
+            field_name: _int(name, get(name, str(getattr(Settings, field_name))), 1, DAY)
+            for name, field_name in _CALENDAR_SECONDS.items()
+        },
     )
 
 

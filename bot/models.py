@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -20,6 +20,41 @@ class AnnounceType(StrEnum):
     @property
     def is_revision(self) -> bool:
         return self in (AnnounceType.REPLACE, AnnounceType.REPLACE_CROSS)
+
+
+class SourceOutcome(StrEnum):
+    """What fetching one feed URL gave in one poll."""
+
+    OK = "ok"  # a feed with items
+    NOT_MODIFIED = "not-modified"  # arXiv answered 304
+    EMPTY = "empty"  # a feed without items on a day that may have none
+    ERROR = "error"  # nothing usable: a fault, or an empty feed where news was due
+
+
+class Freshness(StrEnum):
+    """How a source stands against arXiv's calendar."""
+
+    QUIET = "quiet"  # no announcement is due (weekend, holiday) and the last one was seen
+    FRESH = "fresh"  # the feed carries the announcement that is due
+    WAITING = "waiting"  # the due announcement's rebuild has passed; polling tightly for it
+    STALE = "stale"  # the feed has not moved past the last announcement long after the rebuild
+    FILLED = "filled"  # it was stale, and the due announcement was read from the listing page
+
+
+@dataclass(frozen=True, slots=True)
+class FeedState:
+    """What the calendar knows of one feed: the announcement it last carried, and its health."""
+
+    announced_on: date | None = None  # the announcement date last seen (or filled)
+    feed_digest: str | None = None  # the (id, version) pairs of the content when it last moved
+    newest_id: str | None = None
+    changed_at: float | None = None  # when the feed was last found changed
+    freshness: Freshness | None = None
+    stale_since: float | None = None
+    expected_on: date | None = None  # the announcement date due while stale
+    filled_on: date | None = None  # the announcement date read from the listing page
+    listing_checked_at: float | None = None
+    listing_error: str | None = None
 
 
 # New-style ids (0704.0001 to 2611.11450) and old-style ids (hep-th/9901001, math.AG/0601001).

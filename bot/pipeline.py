@@ -6,22 +6,39 @@ Used by the scheduled job and by `python -m bot poll-once`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from zoneinfo import ZoneInfo
 
 import aiosqlite
 
+from bot.arxiv.calendar import ArxivCalendar
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.errors import ArxivError, HTTPStatusError
-from bot.arxiv.feeds import RssFeed
+from bot.arxiv.fill import feed_names, read_announcement
 from bot.arxiv.plan import build_feed_plan
 from bot.clock import Clock
 from bot.config import Settings
-from bot.models import Alert, AlertKind, PaperChange
+from bot.freshness import (
+    FeedContent,
+    PollTiming,
+    assess,
+    feed_content,
+    next_poll_delay,
+    wants_listing,
+)
+from bot.freshness import filled as fill_from_listing
+from bot.models import (
+    Alert,
+    AlertKind,
+    FeedState,
+    Freshness,
+    Paper,
+    PaperChange,
+    SourceOutcome,
+)
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
 
@@ -29,10 +46,6 @@ log = logging.getLogger(__name__)
 
 MAX_DETAIL_LOOKUPS = 300  # three API requests a poll at the most
 
-# arXiv's feeds turn over at midnight in New York; <skipDays> names the days they stay empty.
-_ARXIV_ZONE = ZoneInfo("America/New_York")
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_TURNOVER_GRACE = 2 * 3600.0  # the new day's feed may appear a little late
 
 
 class _DryRunRollback(Exception):
@@ -44,7 +57,7 @@ class SourceReport:
     """What one feed URL gave in one poll."""
 
     url: str
-    outcome: str  # "ok" | "not-modified" | "empty" | "error"
+    outcome: SourceOutcome
     items: int = 0
     new: int = 0
     revised: int = 0
@@ -52,6 +65,16 @@ class SourceReport:
     alerts: int = 0
     error: str | None = None
     seconds: float = 0.0
+    freshness: Freshness | None = None
+    filled: int = 0  # papers read from the listing page because the feed was stale
+
+
+@dataclass(frozen=True, slots=True)
+class _Settled:
+    """A source's freshness after the poll, and what a listing fill added to its counts."""
+
+    freshness: Freshness | None
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,15 +91,18 @@ class PollReport:
 
     @property
     def failed_sources(self) -> list[SourceReport]:
-        return [s for s in self.sources if s.outcome == "error"]
+        return [s for s in self.sources if s.outcome is SourceOutcome.ERROR]
 
 
 class Pipeline:
     """Runs polls; two polls never overlap."""
 
     def __init__(self, settings: Settings, storage: Storage, arxiv: ArxivClient,
-                 subscriptions: SubscriptionService, clock: Clock) -> None:
+                 subscriptions: SubscriptionService, clock: Clock, *,
+                 calendar: ArxivCalendar | None = None) -> None:
         self._settings = settings
+        self._calendar = calendar or ArxivCalendar()
+        self._timing = PollTiming.from_settings(settings)
         self._store = storage
         self._arxiv = arxiv
         self._subscriptions = subscriptions
@@ -118,10 +144,17 @@ class Pipeline:
                 )
             return report
 
+    async def next_poll_delay(self) -> float:
+        """Seconds to the next poll by arXiv's calendar, from every planned feed's state."""
+        sources = await self._store.sources.all()
+        return next_poll_delay(self._clock.now(), [s.state for s in sources], self._calendar,
+                               self._timing)
+
     async def _poll_source(self, url: str, report: PollReport, dry_run: bool) -> SourceReport:
         started = time.monotonic()
         store = self._store
         source = None if dry_run else await store.sources.get(url)
+        previous = source.state if source is not None else FeedState()
         try:
             fetched = await self._arxiv.fetch_rss(
                 url, source.etag if source else None, source.last_modified if source else None
@@ -133,30 +166,64 @@ class Pipeline:
             if not dry_run:
                 await store.sources.record_failure(url, self._clock.now(), str(exc), status)
             log.warning("feed %s failed: %s", url, exc)
-            return SourceReport(url, "error", error=str(exc),
-                                seconds=time.monotonic() - started)
+            state = self._assess(previous, None, fetched=False)
+            filled = await self._settle(url, state, report, dry_run)
+            return SourceReport(url, SourceOutcome.ERROR, error=str(exc),
+                                seconds=time.monotonic() - started, freshness=filled.freshness,
+                                **filled.counts)
         result = fetched.result
         if fetched.feed is None:
             if not dry_run:
                 await store.sources.record_success(url, self._clock.now(), result.status, None,
                                                    result.etag, result.last_modified)
-            return SourceReport(url, "not-modified", seconds=time.monotonic() - started)
+            state = self._assess(previous, None, fetched=True)
+            filled = await self._settle(url, state, report, dry_run)
+            return SourceReport(url, SourceOutcome.NOT_MODIFIED, freshness=filled.freshness,
+                                seconds=time.monotonic() - started, **filled.counts)
 
         feed = fetched.feed
         now = self._clock.now()
-        if not feed.papers and not _empty_is_expected(feed, now):
-            # Nothing parsed, nothing seen; the last good feed's validators stay, so the next
-            # poll asks again in full.
-            error = f"empty feed on an announcement day (not one of its skipDays) ({url})"
+        state = self._assess(previous, feed_content(feed.papers, feed.pub_date), fetched=True)
+        if not feed.papers and state.freshness is Freshness.STALE:
+            # An empty feed where the calendar expects news. Nothing parsed, nothing seen; the
+            # last good feed's validators stay, so the next poll asks again in full.
+            error = (f"empty feed on an announcement day, expected "
+                     f"{state.expected_on} ({url})")
             if not dry_run:
                 await store.sources.record_failure(url, now, error, result.status)
-            log.warning("feed %s is suspiciously empty", url)
-            return SourceReport(url, "error", error=error, seconds=time.monotonic() - started)
+            log.warning("feed %s is empty on an announcement day", url)
+            filled = await self._settle(url, state, report, dry_run)
+            return SourceReport(url, SourceOutcome.ERROR, error=error,
+                                seconds=time.monotonic() - started, freshness=filled.freshness,
+                                **filled.counts)
+        changes, alerts = await self._ingest(feed.papers, report, now, dry_run)
+        empty = not feed.papers
+        if not dry_run:
+            # An empty weekend feed keeps no validators, so the next poll fetches the whole
+            # feed again rather than trusting a 304.
+            await store.sources.record_success(
+                url, now, result.status, len(feed.papers),
+                None if empty else result.etag, None if empty else result.last_modified,
+                clear_validators=empty,
+            )
+        filled = await self._settle(url, state, report, dry_run)
+        counts = _counts(changes, alerts)
+        for name, value in filled.counts.items():
+            counts[name] = counts.get(name, 0) + value
+        return SourceReport(
+            url, SourceOutcome.EMPTY if empty else SourceOutcome.OK, items=len(feed.papers),
+            seconds=time.monotonic() - started, freshness=filled.freshness, **counts,
+        )
+
+    async def _ingest(self, papers: Sequence[Paper], report: PollReport, now: float,
+                      dry_run: bool) -> tuple[list[PaperChange], list[Alert]]:
+        """Upsert, match and queue one batch in one transaction (rolled back in a dry run)."""
+        store = self._store
         changes: list[PaperChange] = []
         alerts: list[Alert] = []
         try:
             async with store.db.transaction() as conn:
-                changes = await store.papers.upsert_in(conn, feed.papers, now)
+                changes = await store.papers.upsert_in(conn, papers, now)
                 if dry_run:
                     changes = _seen_earlier_in_poll(changes, report)
                 alerts = await self._alerts_for(conn, changes)
@@ -172,22 +239,37 @@ class Pipeline:
             pass
         report.changes.extend(changes)
         report.alerts.extend(alerts)
-        empty = not feed.papers
-        if not dry_run:
-            # An empty weekend feed keeps no validators, so the next poll fetches the whole
-            # feed again rather than trusting a 304.
-            await store.sources.record_success(
-                url, now, result.status, len(feed.papers),
-                None if empty else result.etag, None if empty else result.last_modified,
-                clear_validators=empty,
-            )
-        return SourceReport(
-            url, "empty" if empty else "ok", items=len(feed.papers),
-            new=sum(c.status == "new" for c in changes),
-            revised=sum(c.status == "revised" for c in changes),
-            seen=sum(c.status == "seen" for c in changes),
-            alerts=len(alerts), seconds=time.monotonic() - started,
-        )
+        return changes, alerts
+
+    def _assess(self, previous: FeedState, content: FeedContent | None, *,
+                fetched: bool) -> FeedState:
+        return assess(previous, content, fetched=fetched, now=self._clock.now(),
+                      calendar=self._calendar, timing=self._timing)
+
+    async def _settle(self, url: str, state: FeedState, report: PollReport,
+                      dry_run: bool) -> _Settled:
+        """Fill a stale source from the listing pages when it is due, then store its state."""
+        if dry_run:
+            return _Settled(state.freshness)
+        now = self._clock.now()
+        counts = {"filled": 0}
+        if wants_listing(state, now) and state.expected_on is not None:
+            day = state.expected_on
+            try:
+                papers = await read_announcement(self._arxiv, feed_names(url), day)
+            except ArxivError as exc:
+                log.warning("feed %s is stale (expected %s); its listing failed: %s",
+                            url, day, exc)
+                state = dataclasses.replace(state, listing_checked_at=now,
+                                            listing_error=str(exc)[:500])
+            else:
+                changes, alerts = await self._ingest(papers, report, now, dry_run)
+                counts = {"filled": len(papers), **_counts(changes, alerts)}
+                log.warning("feed %s is stale (expected %s): filled %d papers from the listing, "
+                            "%d alerts", url, day, len(papers), len(alerts))
+                state = fill_from_listing(state, day, now)
+        await self._store.sources.record_state(url, state)
+        return _Settled(state.freshness, counts)
 
     async def _fetch_revision_details(self, report: PollReport) -> None:
         """Fetch from the API what the feeds lack (comments, journal refs) for the revisions
@@ -260,11 +342,11 @@ class Pipeline:
         return list(by_key.values())
 
 
-def _empty_is_expected(feed: RssFeed, now: float) -> bool:
-    """True when it is (or just was) one of the feed's skipDays in New York: a weekend."""
-    skip = {day.lower() for day in feed.skip_days}
-    return any(_WEEKDAYS[datetime.fromtimestamp(t, _ARXIV_ZONE).weekday()] in skip
-               for t in (now, now - _TURNOVER_GRACE))
+def _counts(changes: Sequence[PaperChange], alerts: Sequence[Alert]) -> dict[str, int]:
+    return {"new": sum(c.status == "new" for c in changes),
+            "revised": sum(c.status == "revised" for c in changes),
+            "seen": sum(c.status == "seen" for c in changes),
+            "alerts": len(alerts)}
 
 
 def _seen_earlier_in_poll(changes: list[PaperChange], report: PollReport) -> list[PaperChange]:

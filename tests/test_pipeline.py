@@ -91,6 +91,7 @@ def settings_for(tmp_path: Path, server: FakeArxivServer, **env: str) -> Setting
         "TELEGRAM_BOT_TOKEN": TOKEN,
         "ARXIV_RSS_URL": server.rss_url,
         "ARXIV_API_URL": server.api_url,
+        "ARXIV_LISTING_URL": server.listing_url,
         "DATABASE_PATH": str(tmp_path / "data" / "bot.sqlite3"),
         "ARXIV_MIN_INTERVAL_SECONDS": "0",
         "CONTACT": CONTACT,
@@ -109,6 +110,7 @@ async def make_rig(tmp_path: Path, fake_arxiv: FakeArxivServer) -> AsyncIterator
         sleep = RecordingSleep()
         options: dict[str, Any] = {
             "rss_url": settings.arxiv_rss_url, "api_url": settings.arxiv_api_url,
+            "listing_url": settings.arxiv_listing_url,
             "contact": settings.contact, "min_interval": settings.arxiv_min_interval_seconds,
             "timeout": 5.0, "sleep": sleep, "backoff_base": 0.01, "rng": random.Random(3),
         }
@@ -530,7 +532,8 @@ async def test_a_persistent_fault_shows_on_status_for_admins_only(harness: Harne
     services = harness.services
     sleep = RecordingSleep()
     arxiv = ArxivClient(rss_url=harness.settings.arxiv_rss_url,
-                        api_url=harness.settings.arxiv_api_url, min_interval=0,
+                        api_url=harness.settings.arxiv_api_url,
+                        listing_url=harness.settings.arxiv_listing_url, min_interval=0,
                         sleep=sleep, backoff_base=0.01)
     assert services.storage is not None and services.subscriptions is not None
     services.pipeline = Pipeline(harness.settings, services.storage, arxiv,

@@ -22,10 +22,12 @@ from bot.arxiv.errors import (
     FeedError,
     FetchTimeoutError,
     HTTPStatusError,
+    ListingError,
     NetworkError,
     RateLimitedError,
 )
 from bot.arxiv.feeds import ApiResult, RssFeed, parse_api, parse_rss
+from bot.arxiv.listing import Listing, parse_listing
 from bot.models import ArxivId, Paper
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "FetchResult",
     "FetchTimeoutError",
     "HTTPStatusError",
+    "ListingError",
     "NetworkError",
     "RateLimitedError",
     "RequestPolicy",
@@ -47,6 +50,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RSS_URL = "https://rss.arxiv.org/rss"
 DEFAULT_API_URL = "https://export.arxiv.org/api/query"
+DEFAULT_LISTING_URL = "https://arxiv.org/list"  # robots.txt allows /list
 # arXiv's API terms of use: "make no more than one request every three seconds, and limit
 # requests to a single connection at a time." The feeds are served by the same people, so all
 # arXiv traffic shares this one gap.
@@ -103,6 +107,7 @@ class ArxivClient:
         *,
         rss_url: str = DEFAULT_RSS_URL,
         api_url: str = DEFAULT_API_URL,
+        listing_url: str = DEFAULT_LISTING_URL,
         contact: str = "",
         min_interval: float = DEFAULT_MIN_INTERVAL,
         timeout: float = 30.0,
@@ -120,6 +125,7 @@ class ArxivClient:
             raise ValueError("min_interval must be >= 0 and timeout > 0")
         self.rss_url = rss_url.rstrip("/")
         self.api_url = api_url
+        self.listing_url = listing_url.rstrip("/")
         self.user_agent = f"arxiv-alert-bot/{__version__} {contact}".strip()
         self._min_interval = min_interval
         self._backoff_base = backoff_base
@@ -200,6 +206,29 @@ class ArxivClient:
             exc.attempts = result.attempts
             raise
         return RssFetch(result, feed)
+
+    async def fetch_listing(self, name: str) -> Listing:
+        """The announcement listing `{listing_url}/{name}/new`, every section in full.
+
+        A page that shows only part of a section is asked for again with all its entries; if
+        it still is partial, or its counts disagree with its entries, `ListingError` is raised.
+        """
+        url = f"{self.listing_url}/{name}/new"
+        listing = await self._listing(url)
+        if listing.truncated:
+            listing = await self._listing(f"{url}?skip=0&show={listing.largest_section}")
+            if listing.truncated:
+                raise ListingError("listing page still shows part of a section", url=url)
+        return listing
+
+    async def _listing(self, url: str) -> Listing:
+        result = await self._fetch(url)
+        try:
+            return await asyncio.to_thread(parse_listing, result.body)
+        except ArxivError as exc:
+            exc.url = url
+            exc.attempts = result.attempts
+            raise
 
     async def lookup_ids(self, ids: Iterable[str], *,
                          policy: RequestPolicy | None = None) -> list[Paper]:

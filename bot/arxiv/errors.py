@@ -60,3 +60,10 @@ class FeedError(ArxivError):
 
 class ApiError(ArxivError):
     """The arXiv API answered with an error entry (e.g. "incorrect id format for abc")."""
+
+
+class ListingError(ArxivError):
+    """An announcement listing page that cannot be trusted whole: no date heading, or section
+    counts that do not match the entries parsed. A partial day is never ingested."""
+
+    retryable = True

@@ -9,6 +9,8 @@ from bot.delivery.schedule import local_time
 from bot.handlers.common import quote, reply
 from bot.handlers.context import BotContext
 from bot.i18n import t, tn
+from bot.models import Freshness
+from bot.storage.sources import Source
 
 AI_CATEGORIES = ("cs.AI", "cs.LG", "cs.CL", "cs.CV", "cs.NE", "stat.ML")
 DAY = 86400
@@ -34,6 +36,46 @@ def age(lang: str, seconds: float) -> str:
 def source_name(url: str) -> str:
     """The feed's archives/categories, which is what an operator recognises."""
     return url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def freshness(lang: str, source: Source, zone: str) -> str:
+    """The source against arXiv's calendar: quiet, fresh, waiting, stale or filled."""
+    state = source.state
+    expected = state.expected_on.isoformat() if state.expected_on else "—"
+    since = local_time(state.stale_since, zone, "%Y-%m-%d %H:%M") if state.stale_since else "—"
+    match state.freshness:
+        case Freshness.QUIET:
+            return t(lang, "quiet (no announcement due)")
+        case Freshness.FRESH:
+            return t(lang, "fresh")
+        case Freshness.WAITING:
+            return t(lang, "waiting for the {date} announcement", date=expected)
+        case Freshness.STALE:
+            return t(lang, "stale since {time}, expected {date}", time=since, date=expected)
+        case Freshness.FILLED:
+            return t(lang, "stale since {time}, expected {date}; filled from the listing",
+                     time=since, date=expected)
+    return t(lang, "not checked yet")
+
+
+def freshness_line(lang: str, source: Source, zone: str) -> str:
+    """State, last announcement seen, when the feed last changed, when it was last checked."""
+    state = source.state
+    when = "%m-%d %H:%M"
+    return t(
+        lang, "    {state} · announcement {date} · feed changed {changed} · checked {checked}",
+        state=freshness(lang, source, zone),
+        date=state.announced_on.isoformat() if state.announced_on else "—",
+        changed=local_time(state.changed_at, zone, when) if state.changed_at else "—",
+        checked=local_time(source.last_attempt_at, zone, when)
+        if source.last_attempt_at else "—",
+    )
+
+
+def source_mark(source: Source, failed: str) -> str:
+    if source.state.freshness is Freshness.STALE:
+        return "⚠️"
+    return "✅" if source.healthy else failed
 
 
 async def stats(update: Update, context: BotContext) -> None:
@@ -64,10 +106,11 @@ async def stats(update: Update, context: BotContext) -> None:
             continue
         lines.append(t(
             lang, "{mark} {name}: last scan {time} ({age})",
-            mark="✅" if source.healthy else "⚠️", name=quote(source_name(source.url)),
+            mark=source_mark(source, "⚠️"), name=quote(source_name(source.url)),
             time=local_time(source.last_success_at, zone, "%H:%M"),
             age=age(lang, now - source.last_success_at),
         ))
+        lines.append(freshness_line(lang, source, zone))
     subscriptions = await context.subscriptions.for_chat(chat_id)
     lines += [
         "",
@@ -99,7 +142,7 @@ async def status(update: Update, context: BotContext) -> None:
     if not sources:
         lines.append(t(lang, "No source polled yet."))
     for source in sources:
-        mark = "✅" if source.healthy else "❌"
+        mark = source_mark(source, "❌")
         last = (local_time(source.last_success_at, "UTC", "%Y-%m-%d %H:%M UTC") + " · "
                 + age(lang, now - source.last_success_at)) if source.last_success_at else "—"
         lines.append(f"{mark} <code>{quote(source_name(source.url))}</code>")
@@ -107,8 +150,12 @@ async def status(update: Update, context: BotContext) -> None:
                              "items last fetch: {items}",
                        last=last, failures=source.consecutive_failures,
                        items=source.last_items if source.last_items is not None else "—"))
+        lines.append(freshness_line(lang, source, "UTC"))
         if source.last_error:
             lines.append(t(lang, "    last error: {error}", error=quote(source.last_error[:300])))
+        if source.state.listing_error:
+            lines.append(t(lang, "    listing: {error}",
+                           error=quote(source.state.listing_error[:300])))
     outbox = await store.outbox.counts()
     chats = await store.chats.counts()
     size_mb = await store.db.size_bytes() / 1_000_000

@@ -201,6 +201,25 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         "author names without affiliations; subscriptions shown as typed",
         _reclean_authors_and_keep_queries_as_typed,
     ),
+    (
+        4,
+        "sources: freshness against arXiv's calendar",
+        """
+        -- The announcement date last seen (ISO date), a digest of the (id, version) pairs of
+        -- the feed's content when it last moved, its newest id and when that was; the source's
+        -- freshness, since when it is stale and which date was due; listing-page fills.
+        ALTER TABLE sources ADD COLUMN announced_on TEXT;
+        ALTER TABLE sources ADD COLUMN feed_digest TEXT;
+        ALTER TABLE sources ADD COLUMN newest_id TEXT;
+        ALTER TABLE sources ADD COLUMN changed_at REAL;
+        ALTER TABLE sources ADD COLUMN freshness TEXT;
+        ALTER TABLE sources ADD COLUMN stale_since REAL;
+        ALTER TABLE sources ADD COLUMN expected_on TEXT;
+        ALTER TABLE sources ADD COLUMN filled_on TEXT;
+        ALTER TABLE sources ADD COLUMN listing_checked_at REAL;
+        ALTER TABLE sources ADD COLUMN listing_error TEXT;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

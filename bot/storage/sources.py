@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, fields
+from datetime import date
+from typing import Any
 
+from bot.models import FeedState, Freshness
 from bot.storage.db import Database
 
 UNHEALTHY_AFTER_FAILURES = 1
@@ -23,10 +26,28 @@ class Source:
     last_error: str | None
     last_status: int | None
     last_items: int | None
+    state: FeedState = field(default_factory=FeedState)
 
     @property
     def healthy(self) -> bool:
         return self.consecutive_failures < UNHEALTHY_AFTER_FAILURES
+
+
+_STATE_FIELDS = tuple(f.name for f in fields(FeedState))
+_DATE_FIELDS = frozenset({"announced_on", "expected_on", "filled_on"})
+
+
+def _source(row: Mapping[str, Any]) -> Source:
+    values = dict(row)
+    state: dict[str, Any] = {}
+    for name in _STATE_FIELDS:
+        value = values.pop(name, None)
+        if value is not None and name in _DATE_FIELDS:
+            value = date.fromisoformat(value)
+        elif value is not None and name == "freshness":
+            value = Freshness(value)
+        state[name] = value
+    return Source(**values, state=FeedState(**state))
 
 
 class SourceRepository:
@@ -37,11 +58,11 @@ class SourceRepository:
 
     async def get(self, url: str) -> Source | None:
         row = await self._db.fetchone("SELECT * FROM sources WHERE url = ?", (url,))
-        return None if row is None else Source(**dict(row))
+        return None if row is None else _source(row)
 
     async def all(self) -> list[Source]:
         rows = await self._db.fetchall("SELECT * FROM sources ORDER BY url")
-        return [Source(**dict(r)) for r in rows]
+        return [_source(r) for r in rows]
 
     async def record_success(
         self, url: str, now: float, status: int, items: int | None,
@@ -87,6 +108,19 @@ class SourceRepository:
                 last_error = excluded.last_error, last_status = excluded.last_status
             """,
             (url, now, error[:500], status),
+        )
+
+    async def record_state(self, url: str, state: FeedState) -> None:
+        """Store the calendar's view of a feed (after its fetch was recorded)."""
+        values = [getattr(state, name) for name in _STATE_FIELDS]
+        values = [v.isoformat() if isinstance(v, date) else v for v in values]
+        columns = ", ".join(_STATE_FIELDS)
+        marks = ", ".join("?" * len(_STATE_FIELDS))
+        updates = ", ".join(f"{name} = excluded.{name}" for name in _STATE_FIELDS)
+        await self._db.execute(
+            f"INSERT INTO sources (url, {columns}) VALUES (?, {marks}) "
+            f"ON CONFLICT (url) DO UPDATE SET {updates}",
+            (url, *values),
         )
 
     async def forget_others(self, urls: Collection[str]) -> int:

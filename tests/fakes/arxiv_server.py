@@ -74,6 +74,10 @@ class _Resource:
 class _State:
     feeds: dict[str, _Resource] = field(default_factory=dict)
     default_feed: _Resource | None = None
+    # What each feed served before its latest body: served instead while `stale` is on.
+    previous_feeds: dict[str | None, _Resource] = field(default_factory=dict)
+    stale: bool = False
+    listings: dict[str, _Resource] = field(default_factory=dict)
     api_papers: dict[str, list[Paper]] = field(default_factory=dict)
     api_raw: dict[str, _Resource] = field(default_factory=dict)
     api_default: _Resource | None = None
@@ -131,6 +135,10 @@ class FakeArxivServer:
     def api_url(self) -> str:
         return f"{self.base_url}/api/query"
 
+    @property
+    def listing_url(self) -> str:
+        return f"{self.base_url}/list"
+
     def feed_url(self, names: str) -> str:
         return f"{self.rss_url}/{names}"
 
@@ -143,9 +151,26 @@ class FakeArxivServer:
         resource = _resource(body, status, content_type)
         with self._lock:
             if path in (None, "*"):
+                if self._state.default_feed is not None:
+                    self._state.previous_feeds[None] = self._state.default_feed
                 self._state.default_feed = resource
             else:
-                self._state.feeds[_feed_key(path)] = resource
+                key = _feed_key(path)
+                if key in self._state.feeds:
+                    self._state.previous_feeds[key] = self._state.feeds[key]
+                self._state.feeds[key] = resource
+
+    def set_stale(self, stale: bool = True) -> None:
+        """The "stale" switch: while on, every feed serves the body it had before its latest
+        `set_feed`, unchanged (its old validators too), as rss.arxiv.org did on 2026-08-12
+        (ZJU-REAL/Polaris #414): yesterday's announcement under a current lastBuildDate."""
+        with self._lock:
+            self._state.stale = stale
+
+    def set_listing(self, name: str, body: bytes, *, status: int = 200) -> None:
+        """Serve `body` (an HTML listing page) at `/list/<name>/new`, whatever the query."""
+        with self._lock:
+            self._state.listings[name] = _resource(body, status, "text/html; charset=utf-8")
 
     def set_api_papers(self, papers: Iterable[Paper]) -> None:
         """Papers the API knows: id_list look-ups return them (latest version unless given)."""
@@ -223,12 +248,22 @@ class FakeArxivServer:
                ) -> tuple[int, dict[str, str], bytes]:
         if path.startswith("/rss/"):
             with self._lock:
-                resource = self._state.feeds.get(_feed_key(path), self._state.default_feed)
+                key = _feed_key(path)
+                own = key in self._state.feeds
+                resource = self._state.feeds.get(key, self._state.default_feed)
+                if self._state.stale:
+                    resource = self._state.previous_feeds.get(key if own else None, resource)
             if resource is None:
                 return 404, {"Content-Type": "text/plain"}, b"no feed set for this path\n"
             return _conditional(resource, headers)
         if path == "/api/query":
             return self._api(query)
+        if path.startswith("/list/") and path.endswith("/new"):
+            with self._lock:
+                listing = self._state.listings.get(path.removeprefix("/list/")[:-len("/new")])
+            if listing is None:
+                return 404, {"Content-Type": "text/html"}, _error_page(404)
+            return listing.status, {"Content-Type": listing.content_type}, listing.body
         return 404, {"Content-Type": "text/plain"}, b"not found\n"
 
     def _api(self, query: dict[str, list[str]]) -> tuple[int, dict[str, str], bytes]:

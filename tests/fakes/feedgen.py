@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from email.utils import format_datetime
 from xml.sax.saxutils import escape, quoteattr
 
@@ -251,3 +251,67 @@ def _rss_date(value: datetime) -> str:
 
 def _iso(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_LISTING_SECTIONS = (
+    ("New submissions", (AnnounceType.NEW,)),
+    ("Cross submissions", (AnnounceType.CROSS,)),
+    ("Replacement submissions", (AnnounceType.REPLACE, AnnounceType.REPLACE_CROSS)),
+)
+
+
+def listing_page(papers: Iterable[Paper], *, announced_on: date, category: str = "cs",
+                 shown: dict[str, int] | None = None) -> bytes:
+    """An arxiv.org/list/{category}/new page announcing `papers`, in the markup of
+    tests/fixtures/listing-new-cs.AI-2026-08-12.EXCERPT.html. `shown` overrides a section's
+    "showing N" (to make a page whose counts disagree with its entries)."""
+    papers = list(papers)
+    heading = f"{announced_on:%A}, {announced_on.day} {announced_on:%B %Y}"
+    parts = [f"<html><body><h3>Showing new listings for {heading}</h3>\n"]
+    number = 0
+    for title, kinds in _LISTING_SECTIONS:
+        members = [p for p in papers if (p.announce_type or AnnounceType.NEW) in kinds]
+        if not members:
+            continue
+        count = (shown or {}).get(title, len(members))
+        parts.append(f"<h3>{title} (showing {count} of {len(members)} entries)</h3>\n")
+        for paper in members:
+            number += 1
+            parts.append(_listing_entry(paper, number, category))
+    parts.append("</body></html>\n")
+    return "".join(parts).encode("utf-8")
+
+
+def _listing_entry(paper: Paper, number: int, category: str) -> str:
+    kind = paper.announce_type or AnnounceType.NEW
+    primary = paper.categories[0] if paper.categories else category
+    marker = {AnnounceType.CROSS: f"(cross-list from {primary})",
+              AnnounceType.REPLACE: "(replaced)",
+              AnnounceType.REPLACE_CROSS: f"(cross-list from {primary}, replaced)"}.get(kind, "")
+    pid = escape(paper.arxiv_id)
+    authors = ", ".join(
+        f'<a href="https://arxiv.org/search/cs?searchtype=author&amp;query={escape(a)}">'
+        f"{escape(a)}</a>" for a in paper.authors)
+    subjects = "; ".join(
+        (f'<span class="primary-subject">{escape(c)} ({escape(c)})</span>' if i == 0
+         else f"{escape(c)} ({escape(c)})") for i, c in enumerate(paper.categories))
+    comment = (f"        <div class='list-comments mathjax'><span class='descriptor'>Comments:"
+               f"</span>\n          {escape(paper.comment)}\n        </div>\n"
+               if paper.comment else "")
+    return (
+        f"<dt>\n      <a name='item{number}'>[{number}]</a>\n"
+        f'      <a href ="/abs/{pid}" title="Abstract" id="{pid}">\n        arXiv:{pid}\n'
+        f"      </a>\n          {marker}\n\n"
+        f'        [<a href="/pdf/{pid}" title="Download PDF" id="pdf-{pid}">pdf</a>, '
+        f'<a href="https://arxiv.org/html/{escape(paper.versioned_id)}" title="View HTML" '
+        f'id="html-{pid}">html</a>]\n    </dt>\n'
+        "    <dd>\n      <div class='meta'>\n"
+        "        <div class='list-title mathjax'><span class='descriptor'>Title:</span>\n"
+        f"          {escape(paper.title)}\n        </div>\n"
+        f"        <div class='list-authors'>{authors}</div>\n"
+        f"{comment}"
+        "        <div class='list-subjects'><span class='descriptor'>Subjects:</span>\n"
+        f"          {subjects}\n        </div>\n"
+        f"        <p class='mathjax'>\n          {escape(paper.abstract)}\n        </p>\n"
+        "      </div>\n    </dd>\n"
+    )
