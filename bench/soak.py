@@ -5,9 +5,13 @@ Run with `.venv/bin/python bench/soak.py [--days 30] [--chats 1000] [--seed 1]`.
 Every weekday the fake arXiv serves a fresh announcement feed in the real RSS format (~1,500
 new papers and cross-lists, ~1,000 `replace`/`replace-cross` revisions of papers announced on
 earlier days, of papers chats saved, and of older papers); weekends serve an empty feed with
-<skipDays>. The bot's real `Pipeline` polls it four times a simulated day (an unchanged feed
-costs a 304), its real `Sender` drains the outbox into a fake Telegram on loopback after each
-poll and every simulated hour (when digests are also checked), and old rows are pruned daily.
+<skipDays>, and so does Thursday 18 June, made an arXiv holiday in the bot's calendar. On two
+weekdays (10 and 23 June) the feeds are stale: rss serves the previous day's feed until 09:00
+UTC while the listing pages and the API already have the day's announcement, so the bot must
+fill the day from the listing; when the feeds catch up, nothing may be alerted twice. The
+bot's real `Pipeline` polls it four times a simulated day (an unchanged feed costs a 304),
+its real `Sender` drains the outbox into a fake Telegram on loopback after each poll and every
+simulated hour (when digests are also checked), and old rows are pruned daily.
 Time is a `ManualClock`; the `Pacer` runs on a virtual monotonic clock whose sleep only moves
 that clock, so Telegram's pacing is simulated without waiting.
 
@@ -53,7 +57,7 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -64,6 +68,7 @@ from telegram import Bot
 
 from bench.vocabulary import load_vocabulary
 from bot.app import prune, send_due_digests
+from bot.arxiv.calendar import HOLIDAYS, ArxivCalendar
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.plan import build_feed_plan
 from bot.clock import ManualClock
@@ -87,7 +92,7 @@ from bot.query.parser import (
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
 from tests.fakes.arxiv_server import FakeArxivServer
-from tests.fakes.feedgen import rss_feed
+from tests.fakes.feedgen import listing_page, rss_feed
 from tests.fakes.telegram_server import FakeTelegram, SentMessage
 
 TOKEN = "424242:SOAK-token_abcdefghijklmnopqrstuvwxyz"
@@ -100,6 +105,9 @@ PRUNE_HOUR = 12.0  # late enough that day 31's prune forgets day 1's alerts (30-
 SAVE_HOUR = 23.0
 NEW_PER_DAY = 1_500
 REVISED_PER_DAY = 1_000
+HOLIDAY = date(2026, 6, 18)  # a Thursday: no announcement (the bot's calendar is told)
+STALE_DAYS = (9, 22)  # 10 and 23 June: rss serves the previous feed until CATCH_UP_HOUR
+CATCH_UP_HOUR = 9.0
 SPOT_CHECK_PAPERS = 40  # per weekday, evaluated against every query without the shortcut
 
 # Primary-category shares: cs-heavy, like the bot's default ingest, plus some stat/math/eess.
@@ -610,7 +618,7 @@ class WorldSide:
         started = time.perf_counter()
         midnight = START + timedelta(days=day)
         papers = []
-        if midnight.weekday() < 5:
+        if midnight.weekday() < 5 and midnight.date() != HOLIDAY:
             papers = self._papers(midnight, sorted({arxiv_id for _, arxiv_id in saved}))
         covered = set().union(*(feed_names(p) for p in self.feed_paths))
         sample = set(self.rng.sample(range(len(papers)), min(SPOT_CHECK_PAPERS, len(papers))))
@@ -624,8 +632,11 @@ class WorldSide:
         self.prepared[day] = (papers, reached)
         self.seconds += time.perf_counter() - started
 
-    def publish(self, day: int, saved: list[tuple[int, str]]) -> list[tuple[str, bytes]]:
-        """The feeds of day `day` (prepared before); savers of revised papers must hear too."""
+    def publish(self, day: int, saved: list[tuple[int, str]], stale: bool = False
+                ) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]], list[Paper]]:
+        """The feeds of day `day` (prepared before); savers of revised papers must hear too.
+        On a stale day also the listing page of every name polled, and the papers the API
+        must know."""
         started = time.perf_counter()
         papers, reached = self.prepared.pop(day)
         savers_of: dict[str, list[int]] = {}
@@ -649,8 +660,15 @@ class WorldSide:
             wanted = set(names)
             bodies.append((path, rss_feed([p for p in papers if in_feed(p, wanted)],
                                           names=names, announce_date=midnight.replace(hour=4))))
+        listings = []
+        if stale:
+            for name in sorted({n for path in self.feed_paths for n in feed_names(path)}):
+                listings.append((name, listing_page([p for p in papers if in_feed(p, {name})],
+                                                    announced_on=midnight.date(),
+                                                    category=name)))
+        self.counts["stale days"] += stale
         self.seconds += time.perf_counter() - started
-        return bodies
+        return bodies, listings, papers if stale else []
 
     # -- the comparison
 
@@ -729,6 +747,9 @@ class Soak:
         self.saved: set[tuple[int, str]] = set()
         self.received_today: dict[int, list[tuple[str, int]]] = {}
         self.polls: Counter[str] = Counter()
+        self.freshness: Counter[str] = Counter()
+        self.filled = 0
+        self.errors = 0
         self.seconds: Counter[str] = Counter()
         self.digest_runs = 0
         self.saves = 0
@@ -742,6 +763,7 @@ class Soak:
             "TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_API_URL": self.telegram.call("api_url"),
             "ARXIV_RSS_URL": arxiv.rss_url, "ARXIV_API_URL": arxiv.api_url,
             "DATABASE_PATH": str(self.folder / "bot.sqlite3"),
+            "ARXIV_LISTING_URL": arxiv.listing_url,
             "ARXIV_MIN_INTERVAL_SECONDS": "0", "LOG_LEVEL": "WARNING",
         }
         self.settings = load_settings(env, env_file=None)
@@ -778,7 +800,8 @@ class Soak:
                                         contact=self.settings.contact,
                                         min_interval=self.settings.arxiv_min_interval_seconds)
         self.pipeline = Pipeline(self.settings, self.storage, self.arxiv_client,
-                                 self.subscriptions, self.clock)
+                                 self.subscriptions, self.clock,
+                                 calendar=ArxivCalendar({**HOLIDAYS, HOLIDAY: "soak holiday"}))
         self.world.send("prepare", 0, sorted(self.saved))
 
     async def close(self) -> None:
@@ -795,6 +818,9 @@ class Soak:
         report = await self.pipeline.poll()
         for source in report.sources:
             self.polls[source.outcome] += 1
+            self.freshness[str(source.freshness)] += 1
+            self.filled += source.filled
+            self.errors += source.error is not None
         if traced:
             self.traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
@@ -821,9 +847,15 @@ class Soak:
 
     def publish(self, day: int) -> None:
         started = time.perf_counter()
-        bodies = self.world.call("publish", day, sorted(self.saved))
+        stale = day in STALE_DAYS
+        bodies, listings, papers = self.world.call("publish", day, sorted(self.saved), stale)
         for path, body in bodies:
             self.arxiv.set_feed(path, body)
+        if stale:
+            self.arxiv.set_stale(True)
+            for name, body in listings:
+                self.arxiv.set_listing(name, body)
+            self.arxiv.set_api_papers(papers)
         if day + 1 < self.args.days:
             self.world.send("prepare", day + 1, sorted(self.saved))  # while the bot works
         self.seconds["bench: waiting for feeds"] += time.perf_counter() - started
@@ -872,6 +904,8 @@ class Soak:
         events: list[tuple[float, int, str]] = [(0.05, 0, "chats")]
         if not settle:
             events.append((FEED_CHANGE_HOUR, 1, "feed"))
+        if day in STALE_DAYS:
+            events.append((CATCH_UP_HOUR, 1, "catch-up"))
         events += [(hour, 2, "poll") for hour in POLL_TIMES]
         events += [(hour + DIGEST_CHECK_MINUTE / 60, 3, "digests") for hour in range(24)]
         events += [(PRUNE_HOUR, 4, "prune"), (SAVE_HOUR, 5, "save")]
@@ -881,6 +915,8 @@ class Soak:
                 await self.chat_events(day)
             elif what == "feed":
                 self.publish(day)
+            elif what == "catch-up":
+                self.arxiv.set_stale(False)
             elif what == "poll":
                 # The first poll after the feed changed ingests it: the day's heaviest moment.
                 await self.poll(traced and hour == POLL_TIMES[1])
@@ -951,6 +987,10 @@ def report(soak: Soak, args: argparse.Namespace, checked: dict[str, Any],
           f"{args.chats:,} chats, {checked['subscriptions']:,} subscriptions, seed {args.seed}")
     print(f"arXiv: {counts['new versions']:,} new + {counts['revised versions']:,} revised "
           f"versions announced; feed fetches: {fetches} ({len(soak.feed_paths)} feed URL)")
+    freshness = ", ".join(f"{k} {v}" for k, v in sorted(soak.freshness.items()))
+    print(f"calendar: {counts['stale days']} stale days filled with {soak.filled:,} papers from "
+          f"the listing pages; holiday {HOLIDAY} (empty weekday feed); feed states after each "
+          f"fetch: {freshness}; fetches with an error: {soak.errors}")
     print(f"chats: {sum(p.digest is not None for p in plans)} in digest mode, "
           f"{sum(p.pause is not None for p in plans)} paused for 2-5 days, "
           f"{sum(p.block is not None for p in plans)} blocked the bot for 3-4 days, "
