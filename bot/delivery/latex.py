@@ -18,18 +18,35 @@ log = logging.getLogger(__name__)
 # titles byte-for-byte (e.g. `--` stays as typed).
 _LATEX_MARKERS = frozenset("\\$")
 
-_SUPERSCRIPTS = dict(zip("0123456789+-=()ni", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱ", strict=True))
-_SUBSCRIPTS = dict(zip("0123456789+-=()aeoxhklmnpstij", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₒₓₕₖₗₘₙₚₛₜᵢⱼ",
+_SUPERSCRIPTS = dict(zip("0123456789+-=()abcdefghijklmnoprstuvwxyz",
+                         "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ", strict=True))
+_SUBSCRIPTS = dict(zip("0123456789+-=()aeoxhklmnpstijruv", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₒₓₕₖₗₘₙₚₛₜᵢⱼᵣᵤᵥ",
                        strict=True))
+# Macros authors define for themselves, common enough in arXiv abstracts to render: number
+# sets, astronomers' units and symbols. Any other unknown macro is shown as written (`\XQM`).
+_AUTHOR_MACROS = (
+    ("R", "ℝ"), ("N", "ℕ"), ("Z", "ℤ"), ("Q", "ℚ"), ("C", "ℂ"), ("micron", "µm"),
+    ("sun", "☉"), ("odot", "☉"), ("Msun", "M☉"), ("Lsun", "L☉"), ("arcsec", "″"),
+    ("arcmin", "′"), ("degr", "°"), ("colon", ":"),
+    # Delimiter sizes carry no content; `\\left(` reads `(`.
+    ("left", ""), ("right", ""), ("middle", ""), ("bigl", ""), ("bigr", ""), ("Bigl", ""),
+    ("Bigr", ""), ("biggl", ""), ("biggr", ""), ("big", ""), ("Big", ""), ("bigg", ""),
+    ("Bigg", ""), ("binom", "(%(1)s choose %(2)s)"),
+)
 
 # `$…$`, `\(…\)` and `\[…\]`: where `^2` means a superscript rather than a caret.
 _MATH_SEGMENT = re.compile(r"(?<!\\)\$[^$]*(?<!\\)\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL)
 _SCRIPT = re.compile(r"([\^_])(?:\{([^{}\\]*)\}|([0-9a-zA-Z+\-=()]))")
 _CONTROL_WORD = re.compile(r"\\[A-Za-z]+")
+# A citation is only a reference: it goes with the space before it (`shown \\cite{x}.`).
+_CITATION = re.compile(r"\s*\\cite[tp]?\s*(?:\[[^\]]*\])?\{[^{}]*\}")
 # Arguments that are meant to vanish from display (a link target, a citation key).
 _DROPPED_ARGUMENT = re.compile(r"\\(?:href|url|cite[tp]?|ref|eqref|label)\s*\{[^{}]*\}")
 # A control word swallows the space after it (`\\alpha and` → "αand"); an empty group keeps it.
 _SPACE_AFTER_WORD = re.compile(r"(\\[A-Za-z]+)(?=\s+[^\s{\[])")
+# A control word right before a script ends there (`\\alpha_p`): once `_p` becomes `ₚ`, an
+# empty group keeps the converter from reading one unknown macro `\\alphaₚ` and dropping it.
+_WORD_BEFORE_SCRIPT = re.compile(r"(\\[A-Za-z]+)(?=[_^])")
 _OPERATORS = ("log", "ln", "exp", "sin", "cos", "tan", "max", "min", "arg", "det", "dim",
               "lim", "sup", "inf", "Pr", "gcd", "deg")
 
@@ -47,9 +64,11 @@ def latex_to_unicode(text: str) -> str:
         return ""
     if not _LATEX_MARKERS.intersection(raw):
         return raw
+    raw = _CITATION.sub("", raw)
     runs = _runs(raw)
     converted = iter(_convert_all([run for has_latex, run in runs if has_latex]))
-    return " ".join(next(converted) if has_latex else run for has_latex, run in runs)
+    parts = (next(converted) if has_latex else run for has_latex, run in runs)
+    return " ".join(part for part in parts if part)  # a dropped `\cite{…}` leaves no gap
 
 
 # Joins a text's LaTeX runs so they go through the converter in one call (its fixed cost per
@@ -153,6 +172,7 @@ def _protect(text: str) -> str:
         text = text[:lone] + "\\" + text[lone:]
     text = _escape_currency_pairs(text)
     text = _SPACE_AFTER_WORD.sub(r"\1{}", text)
+    text = _WORD_BEFORE_SCRIPT.sub(r"\1{}", text)
     return _MATH_SEGMENT.sub(lambda m: _SCRIPT.sub(_script_to_unicode, m.group(0)), text)
 
 
@@ -184,7 +204,8 @@ def _looks_complete(raw: str, converted: str) -> bool:
     wanted = sum(ch.isalnum() for ch in source)
     kept = sum(ch.isalnum() for ch in converted)
     if wanted == 0:
-        return bool(converted) or not raw
+        # Only markup that is meant to vanish (`\\cite{…}`, `\\label{…}`) may convert to nothing.
+        return bool(converted) or not _DROPPED_ARGUMENT.sub("", raw).strip(" {}~")
     return kept * 2 >= wanted
 
 
@@ -205,8 +226,16 @@ def _converter() -> LatexNodes2Text:
         )
     ]
     literal += [MacroTextSpec(name, simplify_repl=_operator(name)) for name in _OPERATORS]
+    literal += [MacroTextSpec(name, simplify_repl=text) for name, text in _AUTHOR_MACROS]
     db.add_context_category("arxiv-display", macros=keep + literal, prepend=True)
+    # A macro the converter does not know stays visible as written: a reader would rather see
+    # `\XQM` than nothing.
+    db.set_unknown_macro_spec(MacroTextSpec("", simplify_repl=_as_written))
     return LatexNodes2Text(latex_context=db, math_mode="text")
+
+
+def _as_written(node: Any) -> str:
+    return "\\" + node.macroname
 
 
 def _operator(name: str) -> Callable[[Any], str]:
@@ -223,5 +252,6 @@ def _operator(name: str) -> Callable[[Any], str]:
 @cache
 def _walker_db() -> object:
     db = latexwalker.get_default_latex_context_db()
-    db.add_context_category("arxiv-display", macros=[MacroSpec("href", "{{")], prepend=True)
+    db.add_context_category("arxiv-display", macros=[MacroSpec("href", "{{"),
+                                                     MacroSpec("binom", "{{")], prepend=True)
     return db
