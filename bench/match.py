@@ -24,10 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.vocabulary import load_vocabulary
+from bot.arxiv.taxonomy import CATEGORIES
 from bot.models import Paper
 from bot.query.matcher import Matcher, PaperFeatures, evaluate_features
 from bot.query.parser import (
-    CATEGORIES,
     And,
     Archive,
     Author,

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.arxiv.plan import (
-    ARCHIVES,
-    archive_of,
-    build_feed_plan,
-    canonical_name,
-    is_archive,
-)
+from bot.arxiv.plan import build_feed_plan
+from bot.arxiv.taxonomy import ARCHIVES, archive_of, canonical_name, is_archive
 
 RSS = "https://rss.arxiv.org/rss"
 
@@ -94,3 +89,24 @@ def test_every_archive_at_once_fits_the_default_limit() -> None:
 
 def test_nothing_to_follow_means_no_feed() -> None:
     assert build_feed_plan([], [], rss_url=RSS).urls == ()
+
+
+def test_every_category_the_parser_accepts_is_one_the_planner_polls(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from bot.arxiv.taxonomy import CATEGORIES, SUBSUMED
+    from bot.query.parser import parse
+
+    for name in sorted(CATEGORIES | ARCHIVES | set(SUBSUMED)):
+        node = parse(f"cat:{name}")
+        plan = build_feed_plan([], {node.name}, rss_url=RSS)  # type: ignore[union-attr]
+        assert plan.rejected == () and plan.sources == (node.name,), name  # type: ignore[union-attr]
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+def test_a_closed_archive_means_the_category_that_took_it_over() -> None:
+    from bot.query.parser import Category, parse
+
+    assert parse("cat:cmp-lg") == Category("cs.CL")
+    assert parse("alg-geom") == Category("math.AG")
+    assert canonical_name("CMP-LG") == "cs.CL"
+    assert build_feed_plan(["cmp-lg"], [], rss_url=RSS).urls == (f"{RSS}/cs.CL",)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.query.parser import CATEGORIES
+from bot.arxiv.taxonomy import CATEGORIES
 from tests.conftest import Harness, make_paper
 
 CHAT = 6001

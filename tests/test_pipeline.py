@@ -15,7 +15,8 @@ import pytest
 
 from bot import __version__
 from bot.arxiv.client import ArxivClient
-from bot.arxiv.plan import CATEGORIES, build_feed_plan
+from bot.arxiv.plan import build_feed_plan
+from bot.arxiv.taxonomy import CATEGORIES
 from bot.clock import ManualClock
 from bot.config import Settings, load_settings
 from bot.models import Alert, AnnounceType, Paper

@@ -1,7 +1,8 @@
 """Which announcement feeds to poll: the fewest rss.arxiv.org URLs covering what chats follow.
 
-Names come from users, so only arXiv's real archives and categories are accepted: one unknown name
-in a combined URL makes arXiv answer with an error feed for the whole URL.
+Names come from users, so only arXiv's real archives and categories are accepted (the list is
+`bot/arxiv/taxonomy.py`, shared with the query parser): one unknown name in a combined URL makes
+arXiv answer with an error feed for the whole URL.
 """
 
 from __future__ import annotations
@@ -10,45 +11,9 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from bot.arxiv.taxonomy import ARCHIVES, canonical_name
+
 log = logging.getLogger(__name__)
-
-# arXiv's archives and their subject classes (arxiv.org/category_taxonomy). Archives without an
-# entry here (gr-qc, hep-*, math-ph, nucl-*, quant-ph) are single categories.
-_SUBJECTS: dict[str, str] = {
-    "astro-ph": "CO EP GA HE IM SR",
-    "cond-mat": "dis-nn mes-hall mtrl-sci other quant-gas soft stat-mech str-el supr-con",
-    "cs": "AI AR CC CE CG CL CR CV CY DB DC DL DM DS ET FL GL GR GT HC IR IT LG LO MA MM MS NA "
-          "NE NI OH OS PF PL RO SC SD SE SI SY",
-    "econ": "EM GN TH",
-    "eess": "AS IV SP SY",
-    "gr-qc": "",
-    "hep-ex": "",
-    "hep-lat": "",
-    "hep-ph": "",
-    "hep-th": "",
-    "math": "AC AG AP AT CA CO CT CV DG DS FA GM GN GR GT HO IT KT LO MG MP NA NT OA OC PR QA RA "
-            "RT SG SP ST",
-    "math-ph": "",
-    "nlin": "AO CD CG PS SI",
-    "nucl-ex": "",
-    "nucl-th": "",
-    "physics": "acc-ph ao-ph app-ph atm-clus atom-ph bio-ph chem-ph class-ph comp-ph data-an "
-               "ed-ph flu-dyn gen-ph geo-ph hist-ph ins-det med-ph optics plasm-ph pop-ph "
-               "soc-ph space-ph",
-    "q-bio": "BM CB GN MN NC OT PE QM SC TO",
-    "q-fin": "CP EC GN MF PM PR RM ST TR",
-    "quant-ph": "",
-    "stat": "AP CO ME ML OT TH",
-}
-
-ARCHIVES: frozenset[str] = frozenset(_SUBJECTS)
-CATEGORIES: frozenset[str] = frozenset(
-    {f"{archive}.{subject}" for archive, subjects in _SUBJECTS.items()
-     for subject in subjects.split()}
-    | {archive for archive, subjects in _SUBJECTS.items() if not subjects}
-)
-# Users type "cs.lg" or "CS.LG"; arXiv only knows "cs.LG".
-_CANONICAL: dict[str, str] = {name.lower(): name for name in ARCHIVES | CATEGORIES}
 
 DEFAULT_MAX_URL_LENGTH = 1000
 
@@ -60,26 +25,6 @@ class FeedPlan:
     urls: tuple[str, ...]
     sources: tuple[str, ...]  # canonical archives/categories, in URL order
     rejected: tuple[str, ...] = ()
-
-
-def canonical_name(name: str) -> str | None:
-    """arXiv's spelling of an archive or category (`CS.lg` → `cs.LG`); None if arXiv has none."""
-    if not isinstance(name, str) or len(name) > 40:
-        return None
-    return _CANONICAL.get(name.strip().lower())
-
-
-def archive_of(name: str) -> str | None:
-    """The archive an archive or category belongs to (`astro-ph.CO` → `astro-ph`), or None."""
-    canonical = canonical_name(name)
-    if canonical is None:
-        return None
-    return canonical.split(".", 1)[0]
-
-
-def is_archive(name: str) -> bool:
-    """True for an archive name such as `cs` or `physics` (also `hep-th`, its own archive)."""
-    return canonical_name(name) in ARCHIVES
 
 
 def build_feed_plan(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise
 
+from bot.arxiv.taxonomy import listed_in
 from bot.models import Match, Paper
 from bot.query.parser import (
     MIN_PREFIX_LENGTH,
@@ -32,9 +33,7 @@ from bot.query.parser import (
     Not,
     Or,
     Text,
-    archive_of,
     is_anchored,
-    normalise_category,
 )
 from bot.query.text import PersonName, split_name, words
 
@@ -77,8 +76,9 @@ class PaperFeatures:
         self.authors = tuple(n for n in map(split_name, paper.authors) if n is not None)
         self.author_keys = frozenset(name.key for name in self.authors)
         self.name_keys = _name_keys(self.authors)
-        self.categories = frozenset(normalise_category(c) for c in paper.categories)
-        self.archives = frozenset(archive_of(c) for c in paper.categories)
+        listed = [listed_in(c) for c in paper.categories]
+        self.categories = frozenset(category for category, _archive in listed)
+        self.archives = frozenset(archive for _category, archive in listed)
         self._positions: dict[tuple[bool, str], list[int]] = {}
         self._sorted: dict[bool, list[str]] = {}
         self._pairs: dict[bool, frozenset[str]] = {}

@@ -21,6 +21,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from bot.arxiv.taxonomy import ARCHIVES, SUBSUMED, canonical_name
 from bot.i18n import _
 from bot.query.text import PersonName, has_cjk, normalise_input, split_name, words
 
@@ -28,49 +29,9 @@ MAX_QUERY_LENGTH = 300
 MIN_PREFIX_LENGTH = 3
 _MAX_DEPTH = 12
 
-# arXiv's category taxonomy, in arXiv's own spelling (legacy archives included: old papers use
-# them as categories).
-_CATEGORIES_BY_ARCHIVE = {
-    "cs": "AI AR CC CE CG CL CR CV CY DB DC DL DM DS ET FL GL GR GT HC IR IT LG LO MA MM MS NA "
-    "NE NI OH OS PF PL RO SC SD SE SI SY",
-    "econ": "EM GN TH",
-    "eess": "AS IV SP SY",
-    "math": "AC AG AP AT CA CO CT CV DG DS FA GM GN GR GT HO IT KT LO MG MP NA NT OA OC PR QA "
-    "RA RT SG SP ST",
-    "astro-ph": "CO EP GA HE IM SR",
-    "cond-mat": "dis-nn mes-hall mtrl-sci other quant-gas soft stat-mech str-el supr-con",
-    "nlin": "AO CD CG PS SI",
-    "physics": "acc-ph ao-ph app-ph atm-clus atom-ph bio-ph chem-ph class-ph comp-ph data-an "
-    "ed-ph flu-dyn gen-ph geo-ph hist-ph ins-det med-ph optics plasm-ph pop-ph soc-ph space-ph",
-    "q-bio": "BM CB GN MN NC OT PE QM SC TO",
-    "q-fin": "CP EC GN MF PM PR RM ST TR",
-    "stat": "AP CO ME ML OT TH",
-}
-_STANDALONE_ARCHIVES = [
-    "gr-qc", "hep-ex", "hep-lat", "hep-ph", "hep-th", "math-ph", "nucl-ex", "nucl-th", "quant-ph",
-    "astro-ph", "cond-mat", "acc-phys", "adap-org", "alg-geom", "ao-sci", "atom-ph", "bayes-an",
-    "chao-dyn", "chem-ph", "cmp-lg", "comp-gas", "dg-ga", "funct-an", "mtrl-th", "patt-sol",
-    "plasm-ph", "q-alg", "solv-int", "supr-con",
-]
-
-ARCHIVES: frozenset[str] = frozenset(_CATEGORIES_BY_ARCHIVE) | frozenset(_STANDALONE_ARCHIVES)
-CATEGORIES: frozenset[str] = frozenset(
-    f"{archive}.{sub}" for archive, subs in _CATEGORIES_BY_ARCHIVE.items() for sub in subs.split()
-) | frozenset(_STANDALONE_ARCHIVES)
-_CATEGORY_BY_LOWER = {category.lower(): category for category in CATEGORIES}
 _CATEGORY_SHAPE = re.compile(
     r"(?P<archive>[a-z]+(?:-[a-z]+)?)(?:\.(?P<sub>[a-z]+(?:-[a-z]+)?|\*))?", re.IGNORECASE
 )
-
-
-def normalise_category(category: str) -> str:
-    """arXiv's spelling of a category (`cs.lg` → `cs.LG`); unknown ones are returned unchanged."""
-    return _CATEGORY_BY_LOWER.get(category.lower(), category)
-
-
-def archive_of(category: str) -> str:
-    """The archive a category belongs to (`cs.LG` → `cs`, `hep-th` → `hep-th`)."""
-    return category.partition(".")[0].lower()
 
 
 class QueryError(ValueError):
@@ -385,11 +346,14 @@ def _category(value: str, column: int, *, explicit: bool) -> Node | None:
     shape = _CATEGORY_SHAPE.fullmatch(value.strip())
     archive = shape.group("archive").lower() if shape else ""
     sub = shape.group("sub") if shape else None
+    if shape is not None and archive in SUBSUMED and sub in (None, "*"):
+        # A closed archive (`cmp-lg`) is the category that took it over (`cs.CL`).
+        return Category(SUBSUMED[archive])
     if shape is not None and archive in ARCHIVES:
         if sub == "*" or (sub is None and (explicit or "-" in archive)):
             return Archive(archive)
         if sub is not None:
-            category = _CATEGORY_BY_LOWER.get(f"{archive}.{sub}".lower())
+            category = canonical_name(f"{archive}.{sub}")
             if category is not None:
                 return Category(category)
             raise QueryError(_("unknown category '{category}' at column {column}"), column,
