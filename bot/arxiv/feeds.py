@@ -20,7 +20,7 @@ from typing import Any
 import feedparser
 
 from bot.arxiv.errors import ApiError, FeedError
-from bot.authors import clean_author, split_authors
+from bot.authors import clean_author, clean_space, split_authors
 from bot.models import AnnounceType, ArxivId, Paper
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,6 @@ _ANNOUNCE_PREFIX = re.compile(
 _DESCRIPTION_ID = re.compile(r"^\s*arXiv:(\S+)", re.IGNORECASE)
 _GUID_ID = re.compile(r"^oai:arXiv\.org:(\S+)$", re.IGNORECASE)
 _API_ENTRY_ID = re.compile(r"^https?://(?:www\.|export\.)?arxiv\.org/abs/(\S+)$", re.IGNORECASE)
-_SPACES = re.compile(r"\s+")
 _SKIP_DAYS = re.compile(rb"<skipDays>(.*?)</skipDays>", re.DOTALL | re.IGNORECASE)
 _DAY = re.compile(rb"<day>\s*([A-Za-z]+)\s*</day>", re.IGNORECASE)
 _RSS_ERROR_TITLE = "feed error for query"
@@ -66,9 +65,9 @@ def parse_rss(body: bytes) -> RssFeed:
     if not parsed.get("version", "").startswith("rss"):
         raise FeedError("not an RSS feed (HTML page or garbage?)")
     channel = parsed.feed
-    title = _clean(_text(channel.get("title")))
+    title = clean_space(_text(channel.get("title")))
     if title.lower().startswith(_RSS_ERROR_TITLE):
-        detail = _clean(_text(channel.get("subtitle"))) or title
+        detail = clean_space(_text(channel.get("subtitle"))) or title
         raise FeedError(f"arXiv feed error: {detail}", retryable=False)
     if parsed.bozo and (not parsed.entries or not body.rstrip().endswith(b"</rss>")):
         # A cut-off download parses loosely into the first items only; take none of it.
@@ -102,7 +101,7 @@ def parse_api(body: bytes) -> ApiResult:
         raise FeedError(f"malformed API response: {parsed.get('bozo_exception')}")
     for entry in parsed.entries:
         if "/api/errors" in str(entry.get("id", "")):
-            message = _clean(_text(entry.get("summary"))) or "unknown arXiv API error"
+            message = clean_space(_text(entry.get("summary"))) or "unknown arXiv API error"
             raise ApiError(message)
     papers, skipped = _papers(parsed.entries, _api_paper)
     if skipped:
@@ -150,9 +149,9 @@ def _rss_paper(entry: Mapping[str, Any]) -> Paper | None:
     return Paper(
         arxiv_id=arxiv_id.base,
         version=arxiv_id.version,
-        title=_clean(_text(entry.get("title"))),
+        title=clean_space(_text(entry.get("title"))),
         authors=split_authors(creator),
-        abstract=_clean(_ANNOUNCE_PREFIX.sub("", description, count=1)),
+        abstract=clean_space(_ANNOUNCE_PREFIX.sub("", description, count=1)),
         categories=_categories(entry.get("tags")),
         journal_ref=_optional(entry.get("arxiv_journal_reference")),
         doi=_optional(entry.get("arxiv_doi")),
@@ -175,14 +174,14 @@ def _api_paper(entry: Mapping[str, Any]) -> Paper | None:
     authors = tuple(
         clean_author(str(a.get("name", "")))
         for a in entry.get("authors", ())
-        if isinstance(a, Mapping) and _clean(str(a.get("name", "")))
+        if isinstance(a, Mapping) and clean_space(str(a.get("name", "")))
     )
     return Paper(
         arxiv_id=arxiv_id.base,
         version=arxiv_id.version or 1,
-        title=_clean(_text(entry.get("title"))),
+        title=clean_space(_text(entry.get("title"))),
         authors=authors,
-        abstract=_clean(_text(entry.get("summary"))),
+        abstract=clean_space(_text(entry.get("summary"))),
         categories=categories,
         comment=_optional(entry.get("arxiv_comment")),
         journal_ref=_optional(entry.get("arxiv_journal_ref")),
@@ -214,7 +213,7 @@ def _announce_type(value: Any) -> AnnounceType | None:
 def _categories(tags: Any) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for tag in tags or ():
-        term = _clean(str(tag.get("term") or "")) if isinstance(tag, Mapping) else ""
+        term = clean_space(str(tag.get("term") or "")) if isinstance(tag, Mapping) else ""
         if term:
             seen.setdefault(term, None)
     return tuple(seen)
@@ -232,12 +231,8 @@ def _text(value: Any) -> str:
     return html.unescape(value) if isinstance(value, str) else ""
 
 
-def _clean(text: str) -> str:
-    return _SPACES.sub(" ", text).strip()
-
-
 def _optional(value: Any) -> str | None:
-    return _clean(_text(value)) or None
+    return clean_space(_text(value)) or None
 
 
 def _date(value: Any) -> datetime | None:
