@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.authors import clean_author, split_authors
 from bot.delivery.bibtex import bibtex_author
@@ -80,3 +82,23 @@ def test_particles_and_capitalised_particles_match() -> None:
 ])
 def test_bibtex_writes_suffixes_in_their_own_field(name: str, bibtex: str) -> None:
     assert bibtex_author(name) == bibtex
+
+
+_NAME_PIECES = st.one_of(
+    st.sampled_from(["Franz", "Gähler", "A.", "van der", "Dall'Aglio", "Jr.", "III", "and",
+                     ",", ";", "(", ")", "(1, 2)", "((1) MIT, (2) CERN)", "\\'e", "{\\l}",
+                     "ATLAS Collaboration", "et al.", "&", "%", "\\", "$x$"]),
+    st.text(max_size=6),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_NAME_PIECES, max_size=20).map(" ".join))
+def test_any_author_line_splits_into_clean_names(creator: str) -> None:
+    names = split_authors(creator)
+
+    for name in names:
+        assert name == name.strip() and "  " not in name
+        assert any(ch.isalpha() for ch in name), names
+        assert not (set("()") & set(name)) or "\\" in creator or "$" in creator, names
+    assert split_authors(", ".join(names)) == names or "\\" in creator or "$" in creator
