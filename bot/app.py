@@ -49,7 +49,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("unfollow", _("Remove a subscription")),
     ("saved", _("Your saved papers")),
     ("export", _("Export saved papers as BibTeX")),
-    ("paper", _("Look up a paper by id or link")),
+    ("paper", _("Look up a paper by arXiv ID or link")),
     ("digest", _("Daily digest at a time, or off")),
     ("pause", _("Pause alerts")),
     ("resume", _("Resume alerts")),

@@ -116,11 +116,12 @@ async def test_an_alert_is_valid_html_with_escaped_title_latex_and_every_button(
     assert "Bounds for x<y & z>w in O(n²): a 1.93× speed-up" in alert.text
     assert "x&lt;y &amp; z&gt;w" in alert.sent_text
     assert "🆕" in alert.text
-    assert "matched: cs.LG" in alert.text, "the subscription as the chat typed it"
+    assert "Matched: cs.LG" in alert.text, "the subscription as the chat typed it"
     assert "Eiko Yoneki, Dirk Wübben" in alert.text
     assert "arXiv:2611.10007v1" in alert.text
     assert alert.params["link_preview_options"] == {"is_disabled": True}
-    assert [b["text"] for b in alert.buttons] == ["💾 Save", "📄 Abstract", "🌐 arXiv", "📥 PDF"]
+    assert [b["text"] for b in alert.buttons] == [
+        "⭐ Save", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
     assert button(alert, "arXiv")["url"] == "https://arxiv.org/abs/2611.10007"
     assert button(alert, "PDF")["url"] == "https://arxiv.org/pdf/2611.10007v1"
     assert all(len(data.encode()) <= 64 for data in alert.callback_data)
@@ -137,7 +138,7 @@ async def test_save_toggles_to_saved_and_back_keeping_the_keyboard(harness: Harn
 
     assert "Saved" in (answer.text or "")
     after = harness.tg.message(LAB, alert.message_id)
-    assert after.button_texts == ["Saved ✓", "📄 Abstract", "🌐 arXiv", "📥 PDF"]
+    assert after.button_texts == ["⭐ Saved", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
     assert after.text == alert.text, "saving edits only the keyboard"
     assert await saved.is_saved(LAB, "2611.10001")
 
@@ -145,7 +146,7 @@ async def test_save_toggles_to_saved_and_back_keeping_the_keyboard(harness: Harn
 
     assert "Removed" in (answer.text or "")
     again = harness.tg.message(LAB, alert.message_id)
-    assert again.button_texts == ["💾 Save", "📄 Abstract", "🌐 arXiv", "📥 PDF"]
+    assert again.button_texts == ["⭐ Save", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
     assert not await saved.is_saved(LAB, "2611.10001")
 
 
@@ -159,24 +160,24 @@ async def test_abstract_expands_and_collapses_and_the_keyboard_survives_every_ed
     [alert] = alerts(harness, LAB)
     assert "THE-END" not in alert.text, "a collapsed alert shows the first part only"
 
-    await harness.press(LAB, alert.message_id, button(alert, "Abstract")["callback_data"])
+    await harness.press(LAB, alert.message_id, button(alert, "Full abstract")["callback_data"])
 
     expanded = harness.tg.message(LAB, alert.message_id)
     assert "THE-END" in expanded.text
-    assert "matched: cs.LG" in expanded.text
-    assert expanded.button_texts == ["💾 Save", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
+    assert "Matched: cs.LG" in expanded.text
+    assert expanded.button_texts == ["⭐ Save", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
 
     # Saving while expanded keeps the full abstract; collapsing keeps the Saved state.
     await harness.press(LAB, alert.message_id, button(expanded, "Save")["callback_data"])
     saved = harness.tg.message(LAB, alert.message_id)
     assert "THE-END" in saved.text
-    assert saved.button_texts == ["Saved ✓", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
+    assert saved.button_texts == ["⭐ Saved", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
 
     await harness.press(LAB, alert.message_id, button(saved, "Collapse")["callback_data"])
 
     collapsed = harness.tg.message(LAB, alert.message_id)
     assert collapsed.text == alert.text
-    assert collapsed.button_texts == ["Saved ✓", "📄 Abstract", "🌐 arXiv", "📥 PDF"]
+    assert collapsed.button_texts == ["⭐ Saved", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
     assert collapsed.edit_count == 3
 
 
@@ -186,7 +187,7 @@ async def test_pressing_twice_quickly_is_harmless(harness: Harness) -> None:
     harness.serve_feed([make_paper(1, abstract=abstract)], announce_date=DAY1)
     await harness.poll()
     [alert] = alerts(harness, LAB)
-    expand = button(alert, "Abstract")["callback_data"]
+    expand = button(alert, "Full abstract")["callback_data"]
     save = button(alert, "Save")["callback_data"]
 
     # Both presses are on the message as it was before either was handled.
@@ -201,7 +202,7 @@ async def test_pressing_twice_quickly_is_harmless(harness: Harness) -> None:
     message = harness.tg.message(LAB, alert.message_id)
     assert "THE-END" in message.text
     is_saved = await harness.services.storage.saved.is_saved(LAB, "2611.10001")
-    assert ("Saved ✓" in message.button_texts) == is_saved, "the keyboard tells the truth"
+    assert ("⭐ Saved" in message.button_texts) == is_saved, "the keyboard tells the truth"
     assert len(message.buttons) == 4
     assert harness.tg.messages(LAB)[-1].message_id == alert.message_id, "no error message"
 
@@ -423,17 +424,17 @@ async def test_a_revision_of_a_saved_paper_is_announced_with_what_changed(
     await harness.poll()
 
     [_, revision] = alerts(harness, LAB)
-    assert "Revised v2" in revision.text
+    assert "🔄 v2 · " in revision.text
     assert "arXiv:2611.10001v2" in revision.text
     assert "Title was: Sparse attention for long contexts" in revision.text
     assert "+Mei Sato" in revision.text
     assert "Abstract: +" in revision.text
-    assert "matched" not in revision.text, "no subscription matched it"
-    assert revision.button_texts[0] == "Saved ✓"
+    assert "Matched" not in revision.text, "no subscription matched it"
+    assert revision.button_texts[0] == "⭐ Saved"
 
     # A follower whose query matches v2 hears of the revision too, marked v2.
     [_, matched] = alerts(harness, YONEKI_FAN)
-    assert "Revised v2" in matched.text and "matched: au:Yoneki" in matched.text
+    assert "🔄 v2 · " in matched.text and "Matched: au:Yoneki" in matched.text
     # A cs.LG follower who did not save it hears nothing: v2 is no longer in cs.LG.
     assert ids_in(alerts(harness, GNN_FAN)) == ["2611.10001v1"]
 

@@ -47,7 +47,7 @@ async def test_a_pasted_arxiv_link_in_a_private_chat_shows_the_paper(harness: Ha
     harness.serve_feed([make_paper(1)])
     await harness.poll()
     card = await harness.ask(5001, "https://arxiv.org/abs/2611.10001")
-    assert "part 1" in card.text and "💾 Save" in card.button_texts
+    assert "part 1" in card.text and "⭐ Save" in card.button_texts
 
 
 async def test_other_plain_text_in_a_private_chat_gets_a_pointer(harness: Harness) -> None:

@@ -120,7 +120,7 @@ async def test_expanding_a_paper_another_chat_saved_shows_only_public_data(
     expanded = harness.tg.message(B, b_alert.message_id)
     assert "part 2" in expanded.text and "router recovers dense quality" in expanded.text
     assert "secret project" not in expanded.text
-    assert expanded.button_texts[0] == "💾 Save", "B's own saved state, not A's"
+    assert expanded.button_texts[0] == "⭐ Save", "B's own saved state, not A's"
     await harness.forge(B, b_alert.message_id, "v1:a:2611.10001v2:1")
     shown = harness.tg.message(B, b_alert.message_id)
     assert "secret project" not in shown.text and "Saved" not in " ".join(shown.button_texts)
@@ -178,13 +178,13 @@ async def test_a_button_pressed_twice_quickly_acts_once(harness: Harness) -> Non
     answered = {a.callback_query_id for a in harness.tg.callback_answers}
     assert {first, second} <= answered
     assert await store.saved.count(B) == 1, "saved, not toggled back"
-    assert harness.tg.message(B, b_alert.message_id).button_texts[0] == "Saved ✓"
-    # And twice on "Saved ✓": removed once, not saved again.
+    assert harness.tg.message(B, b_alert.message_id).button_texts[0] == "⭐ Saved"
+    # And twice on "⭐ Saved": removed once, not saved again.
     first = harness.tg.press_button(B, b_alert.message_id, "v1:s:2611.10002v1")
     second = harness.tg.press_button(B, b_alert.message_id, "v1:s:2611.10002v1")
     await harness.settle()
     assert await store.saved.count(B) == 0
-    assert harness.tg.message(B, b_alert.message_id).button_texts[0] == "💾 Save"
+    assert harness.tg.message(B, b_alert.message_id).button_texts[0] == "⭐ Save"
 
     await harness.ask(B, "/follow cs.LG")
     listing = await harness.ask(B, "/list")

@@ -12,14 +12,16 @@ from bot.app import COMMANDS
 from bot.models import Paper
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
+from tests.glossary import violations_in_chat_text
 
 CHAT = 8601
 ZH = {"language_code": "zh-hans"}
 HAN = re.compile(r"[\u4e00-\u9fff]")
 # English wording of the bot's chrome that must not show up in a Chinese chat.
-ENGLISH_LABELS = ("Save", "Saved", "Abstract", "Collapse", "Following", "Your subscriptions",
-                  "Your library", "matched", "New", "Revised", "et al.", "Title was",
-                  "Last 24 h", "ago", "This chat", "subscription", "library", "Try:")
+ENGLISH_LABELS = ("Save", "Saved", "Abstract", "Full abstract", "Collapse", "Following",
+                  "Your subscriptions", "Your library", "matched", "Matched", "New", "Revised",
+                  "et al.", "Title was", "Last 24 h", "ago", "This chat", "subscription",
+                  "library", "Try:", "new matches", "revised")
 
 
 def chrome(message: SentMessage, *papers: Paper) -> str:
@@ -36,6 +38,11 @@ def assert_no_english(text: str) -> None:
     assert left == [], f"English left in a Chinese chat: {left}\n{text}"
 
 
+def assert_glossary_terms(text: str) -> None:
+    """Only the glossary's terms (bot.po's header): no 关注, 提醒, 文献库, 摘要 for a digest…"""
+    assert violations_in_chat_text(text) == [], text
+
+
 async def alerts_after_poll(harness: Harness, papers: list[Paper]) -> list[SentMessage]:
     before = len(harness.tg.messages(CHAT))
     harness.serve_feed(papers)
@@ -46,11 +53,12 @@ async def alerts_after_poll(harness: Harness, papers: list[Paper]) -> list[SentM
 async def test_a_chinese_user_gets_chinese_from_the_first_message_until_lang_en(
         harness: Harness) -> None:
     start = await harness.ask(CHAT, "/start", **ZH)
-    assert "arXiv 论文提醒" in start.text and "/follow cs.LG" in start.text
+    assert "arXiv 论文推送" in start.text and "/follow cs.LG" in start.text
     assert_no_english(chrome(start))
 
     help_text = (await harness.ask(CHAT, "/help", **ZH)).text
-    assert "查询语法" in help_text and "前缀匹配" in help_text
+    assert "检索语法" in help_text and "前缀匹配" in help_text
+    assert "全角" in help_text, "a line tells that full-width symbols work"
     for construct in ("cat:cs.LG", "au:", "ti:", "abs:", "quantiz*", "OR", "AND", "NOT"):
         assert construct in help_text, "query syntax stays as it is typed"
     for command in ("/follow", "/unfollow", "/list", "/saved", "/export", "/paper", "/pause",
@@ -59,22 +67,22 @@ async def test_a_chinese_user_gets_chinese_from_the_first_message_until_lang_en(
     assert "The query language" not in help_text and "Following papers" not in help_text
 
     follow = await harness.ask(CHAT, "/follow cs.LG", **ZH)
-    assert "✅ 已关注 #1" in follow.text and "cs.LG" in follow.text
-    assert "按过去 7 天的论文计算" in follow.text
+    assert "✅ 已订阅 #1" in follow.text and "cs.LG" in follow.text
+    assert "过去 7 天内可匹配到 0 篇论文" in follow.text
     assert_no_english(chrome(follow))
 
     paper = make_paper(1)
     [alert] = await alerts_after_poll(harness, [paper])
     assert paper.title in alert.text, "the paper's title is never translated"
     assert paper.abstract[:80] in alert.text
-    assert "🆕 新论文" in alert.text and "命中订阅：" in alert.text
-    assert alert.button_texts == ["💾 收藏", "📄 摘要", "🌐 arXiv 页面", "📥 PDF"]
+    assert alert.text.startswith(f"🆕 {paper.title}\n") and "🔎 匹配：cat:cs.LG" in alert.text
+    assert alert.button_texts == ["⭐ 收藏", "📄 展开摘要", "🌐 arXiv 页面", "📥 PDF"]
     assert_no_english(chrome(alert, paper))
 
     save = next(data for data in alert.callback_data if data.startswith("v1:s:"))
     answer = await harness.press(CHAT, alert.message_id, save, **ZH)
-    assert answer.text == "已收藏到文献库 ✓"
-    assert "已收藏 ✓" in harness.tg.message(CHAT, alert.message_id).button_texts
+    assert answer.text == "已收藏 ✓"
+    assert "⭐ 已收藏" in harness.tg.message(CHAT, alert.message_id).button_texts
     expand = next(data for data in alert.callback_data if data.startswith("v1:a:"))
     await harness.press(CHAT, alert.message_id, expand, **ZH)
     expanded = harness.tg.message(CHAT, alert.message_id)
@@ -87,16 +95,16 @@ async def test_a_chinese_user_gets_chinese_from_the_first_message_until_lang_en(
     assert_no_english(chrome(listing))
 
     saved = await harness.ask(CHAT, "/saved", **ZH)
-    assert "我的文献库" in saved.text and "已收藏 1 篇，第 1/1 页" in saved.text
+    assert "我的收藏 · 共 1 篇 · 第 1/1 页" in saved.text
     assert paper.title in saved.text
     assert_no_english(chrome(saved, paper))
 
     harness.clock.advance(180)
     stats = await harness.ask(CHAT, "/stats", **ZH)
     assert "arXiv 概览" in stats.text
-    assert "近 24 小时：新论文 +1 篇" in stats.text
+    assert "近 24 小时：新增论文 +1 篇 · 修订 +0 篇（其中 AI 相关 1 篇）" in stats.text
     assert "上次扫描" in stats.text and "（3 分钟前）" in stats.text
-    assert "本聊天：24 小时内匹配 1 篇" in stats.text and "已收藏 1 篇" in stats.text
+    assert "当前会话：24 小时内匹配 1 篇" in stats.text and "已收藏 1 篇" in stats.text
     assert_no_english(chrome(stats))
 
     switched = await harness.ask(CHAT, "/lang en", **ZH)
@@ -105,8 +113,9 @@ async def test_a_chinese_user_gets_chinese_from_the_first_message_until_lang_en(
     again = await harness.ask(CHAT, "/list", **ZH)
     assert "Your subscriptions" in again.text and "我的订阅" not in again.text
     [english_alert] = await alerts_after_poll(harness, [make_paper(2)])
-    assert "🆕 New" in english_alert.text
-    assert "💾 Save" in english_alert.button_texts
+    assert english_alert.text.startswith(f"🆕 {make_paper(2).title}\n")
+    assert "🔎 Matched: cat:cs.LG" in english_alert.text
+    assert "⭐ Save" in english_alert.button_texts
     assert not HAN.search(chrome(english_alert, make_paper(2)))
 
 
@@ -119,15 +128,15 @@ async def test_a_revision_and_a_digest_are_labelled_in_chinese(harness: Harness)
 
     revised = make_paper(1, version=2, title="Sparse attention at any context length")
     [revision] = await alerts_after_poll(harness, [revised])
-    assert "🔄 修订版 v2" in revision.text and "原标题：" in revision.text
+    assert revision.text.startswith(f"🔄 v2 · {revised.title}\n") and "原标题：" in revision.text
     assert revised.title in revision.text and original.title in revision.text
-    assert "已收藏 ✓" in revision.button_texts
+    assert "⭐ 已收藏" in revision.button_texts
     assert_no_english(chrome(revision, original, revised))
 
     papers = [make_paper(n) for n in range(10, 22)]
     digest = await alerts_after_poll(harness, papers)
     assert len(digest) == 1, "twelve matches arrive as one digest"
-    assert "12 篇新匹配论文" in digest[0].text and "12 篇论文" in digest[0].text
+    assert digest[0].text.startswith("📬 12 篇新匹配\n"), "the count once, not twice"
     assert_no_english(chrome(digest[0], *papers))
 
 
@@ -146,8 +155,11 @@ async def test_the_command_menu_for_chinese_users_is_in_chinese(harness: Harness
     chinese = dict(harness.tg.commands["zh"])
     assert english == dict(COMMANDS)
     assert set(chinese) == set(english)
-    assert chinese["follow"] == "关注分类、作者、关键词或查询"
-    assert chinese["saved"] == "我收藏的论文"
+    assert chinese["follow"] == "订阅分类、作者、关键词或检索式"
+    assert chinese["saved"] == "我的收藏"
+    assert chinese["digest"] == "每日汇总：设定时间或关闭"
+    for description in chinese.values():
+        assert_glossary_terms(description)
     for name, description in chinese.items():
         assert HAN.search(description), f"/{name} is described in English: {description}"
         assert description != english[name]
@@ -158,3 +170,34 @@ async def test_a_query_error_is_explained_in_chinese(harness: Harness) -> None:
     assert "couldn't" not in reply.text and "column" not in reply.text
     assert "^" in reply.text
     assert any("\u4e00" <= ch <= "\u9fff" for ch in reply.text)
+
+
+async def test_a_chinese_chat_reads_only_glossary_terms(harness: Harness) -> None:
+    """/start, /help, an alert, a revision, a digest, /saved and /stats, as a zh user sees
+    them: one term per concept (订阅, 推送, 汇总, 收藏, 检索式, 匹配, 修订), never 关注, 提醒,
+    文献库, 命中, or 摘要 for a digest."""
+    seen: dict[str, str] = {}
+    for command in ("/start", "/help", "/follow cs.LG"):
+        seen[command] = chrome(await harness.ask(CHAT, command, **ZH))
+    original = make_paper(1)
+    [alert] = await alerts_after_poll(harness, [original])
+    seen["alert"] = chrome(alert, original)
+    save = next(data for data in alert.callback_data if data.startswith("v1:s:"))
+    seen["save answer"] = (await harness.press(CHAT, alert.message_id, save, **ZH)).text or ""
+    revised = make_paper(1, version=2, title="Sparse attention at any context length",
+                         abstract=original.abstract + " Code is public.")
+    [revision] = await alerts_after_poll(harness, [revised])
+    seen["revision"] = chrome(revision, original, revised)
+    papers = [make_paper(n) for n in range(10, 22)]
+    digest = await alerts_after_poll(harness, papers)
+    seen["digest"] = "\n".join(chrome(message, *papers) for message in digest)
+    for command in ("/saved", "/stats", "/list", "/digest", "/pause", "/resume"):
+        seen[command] = chrome(await harness.ask(CHAT, command, **ZH), original, revised)
+
+    for what, text in seen.items():
+        assert HAN.search(text), f"{what} is not in Chinese: {text}"
+        assert violations_in_chat_text(text) == [], f"{what} breaks the glossary: {text}"
+        assert_no_english(text)
+    assert "汇总" in seen["/help"] and "推送" in seen["/help"] and "收藏夹" in seen["/help"]
+    assert "📄 展开摘要" in seen["alert"] and "摘要：" in seen["revision"]
+    assert seen["digest"].startswith("📬 12 篇新匹配")

@@ -32,7 +32,7 @@ async def test_follow_receive_save_page_remove_export_lookup_pause_digest_stats(
     for alert in alerts:
         save = next(d for d in alert.callback_data if d.startswith("v1:s:"))
         await harness.press(CHAT, alert.message_id, save)
-        assert "Saved ✓" in tg.message(CHAT, alert.message_id).button_texts
+        assert "⭐ Saved" in tg.message(CHAT, alert.message_id).button_texts
 
     # Page through the library and remove one paper.
     library = await harness.ask(CHAT, "/saved")

@@ -121,7 +121,7 @@ async def test_paper_accepts_ids_and_urls_from_the_store_and_the_api(harness: Ha
                      "https://arxiv.org/abs/2611.10001", "https://arxiv.org/pdf/2611.10001v1"):
         card = await harness.ask(CHAT, f"/paper {spelling}")
         assert "part 1" in card.text, spelling
-        assert "💾 Save" in card.button_texts
+        assert "⭐ Save" in card.button_texts
     assert not [r for r in harness.arxiv.requests if "/api/" in r.path]
 
     old = make_paper(99, title="Old-style identifiers still work")
@@ -137,7 +137,7 @@ async def test_paper_accepts_ids_and_urls_from_the_store_and_the_api(harness: Ha
     unknown = await harness.ask(CHAT, "/paper 2611.99999")
     assert "no paper" in unknown.text
     nonsense = await harness.ask(CHAT, "/paper not-an-id")
-    assert "doesn't look like an arXiv id" in nonsense.text
+    assert "doesn't look like an arXiv ID" in nonsense.text
 
 
 async def test_pause_keeps_matches_and_resume_delivers_them_as_a_digest(harness: Harness) -> None:
@@ -195,7 +195,7 @@ async def test_stats_reads_like_a_trackers_front_page(harness: Harness) -> None:
                         make_paper(3, version=2)])
     await harness.poll()
     stats = await harness.ask(CHAT, "/stats")
-    assert "+2 new papers" in stats.text and "+1 revisions" in stats.text
+    assert "+2 new papers" in stats.text and "+1 revision (" in stats.text  # not "1 revisions"
     assert "2 AI-related" in stats.text
     assert "last scan" in stats.text
     assert "2 matches in 24 h" in stats.text

@@ -20,6 +20,7 @@ from babel.messages.pofile import read_po
 
 from bot.i18n import language_from_telegram, t, tn
 from tests.fakes.telegram_server import EntityParseError, parse_html
+from tests.glossary import forbidden_terms, violations_in_chat_text
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "bot"
@@ -207,11 +208,12 @@ def test_english_is_the_message_ids_themselves() -> None:
 
 
 def test_chinese_labels_read_as_chinese() -> None:
-    assert t("zh", "💾 Save") == "💾 收藏"
-    assert t("zh", "Saved ✓") == "已收藏 ✓"
-    assert t("zh", "📄 Abstract") == "📄 摘要"
+    assert t("zh", "⭐ Save") == "⭐ 收藏"
+    assert t("zh", "⭐ Saved") == "⭐ 已收藏"
+    assert t("zh", "📄 Full abstract") == "📄 展开摘要"
+    assert t("zh", "🔼 Collapse") == "🔼 收起"
     assert tn("zh", "Removed {count} subscription.", "Removed {count} subscriptions.", 5) == \
-        "已删除 5 个订阅。"
+        "已取消 5 个订阅。"
     assert t("zh", "{duration} ago", duration=t("zh", "{n} min", n=3)) == "3 分钟前"
 
 
@@ -224,3 +226,43 @@ def test_chinese_labels_read_as_chinese() -> None:
 ])
 def test_the_language_follows_telegrams_language_code(code: str | None, language: str) -> None:
     assert language_from_telegram(code) == language
+
+
+# --------------------------------------------------------------------------- the glossary
+
+
+GLOSSARY = forbidden_terms(ZH)
+
+
+def test_the_glossary_is_read_from_the_catalogue_header() -> None:
+    terms = {f.term: f for f in GLOSSARY}
+    assert {"关注", "提醒", "摘要", "文献库", "命中", "保存", "查询"} <= set(terms)
+    assert terms["摘要"].unless == "abstract"
+    assert terms["关注"].unless is None
+
+
+@pytest.mark.parametrize("message", TRANSLATED, ids=lambda m: _label(_key(m)))
+def test_a_translation_uses_only_glossary_terms(message: Message) -> None:
+    english = message.id if isinstance(message.id, str) else " ".join(message.id)
+    for translation in _strings(message):
+        broken = [f"{f.term} (for {f.concept})" for f in GLOSSARY
+                  if f.breaks(translation, english)]
+        assert broken == [], f"{translation!r} uses terms the glossary forbids"
+
+
+@pytest.mark.parametrize(("translation", "english", "broken"), [
+    ("每日摘要", "a daily digest", ["摘要"]),
+    ("📄 展开摘要", "📄 Full abstract", []),
+    ("已关注 #1", "Following #1", ["关注"]),
+    ("暂停提醒", "Pause alerts", ["提醒"]),
+    ("我的文献库", "Your library", ["文献库"]),
+    ("命中订阅：", "Matched:", ["命中"]),
+])
+def test_the_glossary_check_catches_the_reviewed_mistakes(translation: str, english: str,
+                                                         broken: list[str]) -> None:
+    assert [f.term for f in GLOSSARY if f.breaks(translation, english)] == broken
+
+
+def test_a_chat_text_check_allows_abstract_but_not_digest_as_摘要() -> None:
+    assert violations_in_chat_text("⭐ 收藏 📄 展开摘要 摘要：新增 3 词，删去 1 词") == []
+    assert violations_in_chat_text("📬 每日摘要 · 12 篇") == ["摘要"]

@@ -105,12 +105,12 @@ async def test_poll_once_dry_run_prints_per_chat_and_sends_or_stores_nothing(
     assert real.returncode == 0, real.stderr
     assert real.stdout.startswith("poll: 1 source(s), 3 new, "), "the dry run stored nothing"
     assert "sent 3 alert(s), 0 digest(s), 0 failed, 0 to retry" in real.stdout
-    assert [m.text.splitlines()[1] for m in fake_telegram.messages(READER)] == [
-        "Sparse attention for long-context models, part 1",
-        "Sparse attention for long-context models, part 2",
+    assert [m.text.splitlines()[0] for m in fake_telegram.messages(READER)] == [
+        "🆕 Sparse attention for long-context models, part 1",
+        "🆕 Sparse attention for long-context models, part 2",
     ]
     [lab_alert] = fake_telegram.messages(LAB)
-    assert "arXiv:2611.10002v1" in lab_alert.text and 'matched: ti:"part 2"' in lab_alert.text
+    assert "arXiv:2611.10002v1" in lab_alert.text and 'Matched: ti:"part 2"' in lab_alert.text
     assert await stored_counts(database) == (3, 3, 1)
 
 

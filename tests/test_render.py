@@ -17,12 +17,14 @@ from bot.delivery.diff import describe_changes
 from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import (
     PREVIEW_CHARS,
+    PREVIEW_MAX_CHARS,
     DigestEntry,
     RenderedMessage,
     format_categories,
     render_alert,
     render_digest,
     render_paper_card,
+    sentence_preview,
     shorten_authors,
     truncate_at_word,
     utf16_len,
@@ -173,29 +175,82 @@ def test_new_alert_shows_everything_a_reader_needs() -> None:
                            expanded=False, diff=None)
     assert_fits(message)
     text = visible_text(message.text)
-    assert text.startswith("🆕 New\n")
+    # The badge shares the title's line, so a notification preview starts with the title.
+    assert text.startswith("🆕 Routing Attention: 1.93× Faster <Sparse> Transformers & Friends\n")
     parsed = parse(message.text)
-    assert parsed.bold[1] == "Routing Attention: 1.93× Faster <Sparse> Transformers & Friends"
+    assert parsed.bold[0] == "Routing Attention: 1.93× Faster <Sparse> Transformers & Friends"
     assert "&lt;Sparse&gt; Transformers &amp; Friends" in message.text
     assert "Eiko Yoneki, Alan Turing, Grace Hopper et al. (8 authors)" in text
-    assert "cs.LG · cs.CL · stat.ML" in text
-    assert "arXiv:2611.11450v1" in text
-    assert "2026-11-20" in text
-    assert "matched: au:Yoneki, cat:cs.LG" in text
-    assert "12 pages, 4 figures" in text
+    assert "cs.LG +2 · arXiv:2611.11450v1" in text  # the primary category, then how many more
+    assert "cs.CL" not in text
+    assert "2026-11-20" not in text  # a new paper is from today
+    assert "🔎 Matched: au:Yoneki, cat:cs.LG" in text
+    assert "💬 12 pages, 4 figures" in text
     assert ABSTRACT[:200] in text
     assert ABSTRACT not in text  # collapsed: only the first part
-    assert "…" in text
+    assert text.count("\n") == 6, "title, authors, meta, comment, matched, blank, abstract"
 
 
-def test_collapsed_abstract_is_about_400_characters_cut_at_a_word() -> None:
+def test_collapsed_abstract_is_about_250_characters_ending_at_a_sentence() -> None:
     text = visible_text(render_alert(PAPER, kind="new", matched=[], saved=False, expanded=False,
                                      diff=None).text)
     preview = text.split("\n\n", 1)[1]
-    assert 300 <= len(preview) <= PREVIEW_CHARS
-    assert preview.endswith("…")
-    assert ABSTRACT.startswith(preview[:-1])
-    assert ABSTRACT[len(preview) - 1] == " "  # cut on a word boundary
+    assert PREVIEW_CHARS * 2 // 3 <= len(preview) <= PREVIEW_MAX_CHARS
+    assert preview.endswith("benchmarks.")
+    assert ABSTRACT.startswith(preview)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # The sentence end nearest 250 characters wins, even a little beyond it.
+    ("A" * 200 + " ends here. " + "B" * 30 + " then this one ends. " + "C" * 200,
+     "A" * 200 + " ends here. " + "B" * 30 + " then this one ends."),
+    # An initial ("E. Yoneki") or a decimal is no sentence end.
+    ("x " * 100 + "by E. Yoneki and 1.93 times " + "y " * 200, None),
+    # Chinese full stops end sentences too.
+    ("这是第一句。" * 60, "这是第一句。" * 42),
+])
+def test_sentence_preview_ends_at_the_sentence_end_nearest_the_target(
+        text: str, expected: str | None) -> None:
+    preview, cut = sentence_preview(text)
+    assert cut
+    if expected is None:  # no sentence end in reach: cut at a word, with "…"
+        assert preview.endswith("…") and len(preview) <= PREVIEW_CHARS
+        assert text.startswith(preview[:-1])
+    else:
+        assert preview == expected
+
+
+def test_a_short_abstract_is_shown_whole() -> None:
+    assert sentence_preview("One sentence. Another one.") == ("One sentence. Another one.", False)
+
+
+def test_matched_queries_take_one_line_with_plus_n() -> None:
+    queries = ['cs.CL ("retrieval augmented" OR rag) -survey', "au:yoneki", "cat:cs.LG"]
+    text = visible_text(render_alert(PAPER, kind="new", matched=queries).text)
+    [line] = [line for line in text.splitlines() if line.startswith("🔎")]
+    assert line.endswith(" +2") and len(line) <= 48
+    assert line.startswith('🔎 Matched: cs.CL ("retrieval')
+    short = visible_text(render_alert(PAPER, kind="new", matched=["au:yoneki", "cat:cs.LG",
+                                                                   'ti:"graph neural"']).text)
+    assert "🔎 Matched: au:yoneki, cat:cs.LG +1" in short
+
+
+def test_the_date_shows_on_revisions_and_cards_only() -> None:
+    v2 = replace(PAPER, version=2)
+    assert "2026-11-20" in visible_text(render_alert(v2, kind="revision").text)
+    assert "2026-11-20" in visible_text(render_paper_card(PAPER).text)
+    assert "2026-11-20" not in visible_text(render_alert(PAPER, kind="new").text)
+
+
+def test_the_chinese_card_has_its_own_labels_and_the_same_layout() -> None:
+    v3 = replace(PAPER, version=3)
+    message = render_alert(v3, kind="revision", matched=["au:yoneki"], lang="zh")
+    text = visible_text(message.text)
+    assert text.startswith("🔄 v3 · Routing Attention")
+    assert "Eiko Yoneki, Alan Turing, Grace Hopper 等 8 人" in text
+    assert "🔎 匹配：au:yoneki" in text
+    assert button_labels(message.reply_markup) == ["⭐ 收藏", "📄 展开摘要", "🌐 arXiv 页面",
+                                                   "📥 PDF"]
 
 
 def test_expanded_alert_shows_the_full_abstract_and_a_collapse_button() -> None:
@@ -209,7 +264,7 @@ def test_expanded_alert_shows_the_full_abstract_and_a_collapse_button() -> None:
 def test_buttons_save_abstract_and_links() -> None:
     markup = render_alert(PAPER, kind="new", matched=[], saved=False, expanded=False,
                           diff=None).reply_markup
-    assert button_labels(markup) == ["💾 Save", "📄 Abstract", "🌐 arXiv", "📥 PDF"]
+    assert button_labels(markup) == ["⭐ Save", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
     assert callback_actions(markup) == [
         ToggleSave(ArxivId("2611.11450", 1)),
         ToggleAbstract(ArxivId("2611.11450", 1), expand=True),
@@ -221,20 +276,20 @@ def test_buttons_save_abstract_and_links() -> None:
 def test_saved_paper_shows_saved_button() -> None:
     markup = render_alert(PAPER, kind="new", matched=[], saved=True, expanded=False,
                           diff=None).reply_markup
-    assert button_labels(markup)[0] == "Saved ✓"
+    assert button_labels(markup)[0] == "⭐ Saved"
 
 
 def test_short_abstract_needs_no_expand_button() -> None:
     paper = replace(PAPER, abstract="A short abstract.")
     message = render_alert(paper, kind="new", matched=[], saved=False, expanded=False, diff=None)
     assert "A short abstract." in visible_text(message.text)
-    assert button_labels(message.reply_markup) == ["💾 Save", "🌐 arXiv", "📥 PDF"]
+    assert button_labels(message.reply_markup) == ["⭐ Save", "🌐 arXiv", "📥 PDF"]
 
 
 def test_with_saved_state_flips_only_that_papers_save_button() -> None:
     message = render_alert(PAPER, kind="new", matched=[], saved=False, expanded=True, diff=None)
     saved = with_saved_state(message.reply_markup, "2611.11450", saved=True)
-    assert button_labels(saved) == ["Saved ✓", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
+    assert button_labels(saved) == ["⭐ Saved", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
     back = with_saved_state(saved, "2611.11450", saved=False)
     assert back == message.reply_markup
     assert with_saved_state(message.reply_markup, "2611.99999", saved=True) == \
@@ -249,14 +304,30 @@ def test_revision_alert_says_what_changed() -> None:
                            diff=describe_changes(v1, v2))
     assert_fits(message)
     text = visible_text(message.text)
-    assert text.startswith("🔄 Revised v2\n")
+    assert text.startswith("🔄 v2 · Routing Attention: 1.93× Faster <Sparse>")
     assert "Title was: Routing Attention" in text
     assert "Authors: +Grace Hopper, +Ada Lovelace" in text
     assert "Comment added: Accepted at NeurIPS 2026" in text
     assert "Abstract: +3 words, −0 words — “Code is public.”" in text
-    assert "matched" not in text  # a saved-paper revision, no subscription involved
-    assert "arXiv:2611.11450v2" in text
-    assert button_labels(message.reply_markup)[0] == "Saved ✓"
+    assert "Matched" not in text  # a saved-paper revision, no subscription involved
+    assert "arXiv:2611.11450v2 · 2026-11-20" in text
+    assert button_labels(message.reply_markup)[0] == "⭐ Saved"
+
+
+def test_a_revision_counts_one_word_in_the_singular() -> None:
+    v2 = replace(PAPER, version=2, abstract=ABSTRACT + " Really.")
+    text = visible_text(render_alert(v2, kind="revision",
+                                     diff=describe_changes(PAPER, v2)).text)
+    assert "Abstract: +1 word, −0 words" in text
+
+
+def test_a_diff_excerpt_shows_dashes_as_the_abstract_does() -> None:
+    v1 = replace(PAPER, abstract=r"With $x$ we gain on most tasks.")
+    v2 = replace(PAPER, version=2, abstract=r"With $x$ we gain 8--17 points on most tasks.")
+    text = visible_text(render_alert(v2, kind="revision", expanded=True,
+                                     diff=describe_changes(v1, v2)).text)
+    assert "gain 8–17 points" in text  # the full abstract
+    assert "“8–17 points”" in text and "8--17" not in text
 
 
 def test_revision_skipping_versions_names_the_version_compared_with() -> None:
@@ -293,7 +364,8 @@ def test_label_language_is_passed_through() -> None:
     # Unknown languages fall back to English rather than failing.
     message = render_alert(PAPER, kind="new", matched=[], saved=False, expanded=False, diff=None,
                            lang="xx")
-    assert visible_text(message.text).startswith("🆕 New")
+    assert visible_text(message.text).startswith("🆕 Routing Attention")
+    assert "⭐ Save" in button_labels(message.reply_markup)
 
 
 def test_huge_paper_still_fits_in_one_message() -> None:
@@ -363,7 +435,7 @@ def test_any_paper_renders_well_formed_and_fits(old: Paper, paper: Paper, kind: 
     assert_fits(message)
     parsed = parse(message.text)
     title = latex_to_unicode(paper.title)
-    shown_title = parsed.bold[0 if kind == "card" else 1]
+    shown_title = parsed.bold[0]
     if shown_title.endswith("…") and shown_title != title:
         assert title.startswith(shown_title[:-1])
     else:
@@ -406,7 +478,8 @@ def test_digest_numbers_entries_across_messages_with_save_buttons() -> None:
     for page, message in enumerate(messages, 1):
         assert_fits(message)
         text = visible_text(message.text)
-        assert text.startswith(f"📬 While you were paused {page}/{len(messages)} · 60 papers")
+        assert text.startswith(f"📬 While you were paused {page}/{len(messages)} · "
+                               "60 new matches (9 revised)\n")
         numbers += [int(n) for n in re.findall(r"^(\d+)\. ", text, flags=re.MULTILINE)]
         for row in message.reply_markup.inline_keyboard:
             assert len(row) <= 5
@@ -425,7 +498,8 @@ def test_digest_numbers_entries_across_messages_with_save_buttons() -> None:
 def test_digest_entry_shows_number_title_authors_and_link() -> None:
     [message] = render_digest(realistic_entries(11))
     text = visible_text(message.text)
-    assert text.startswith("📬 Digest · 11 papers")
+    # Counted once: "11 new matches", the revisions among them in brackets.
+    assert text.startswith("📬 11 new matches (2 revised)\n")
     assert "1. Scaling Laws for Sparse" in text
     assert "Firstname Lastname0, Firstname Lastname1 et al. (5 authors)" in text
     assert '<a href="https://arxiv.org/abs/2611.11450">2611.11450v1</a>' in message.text
@@ -437,6 +511,17 @@ def test_digest_save_buttons_toggle_by_number() -> None:
     [message] = render_digest(realistic_entries(11))
     saved = with_saved_state(message.reply_markup, "2611.11452", saved=True)
     assert button_labels(saved)[:4] == ["💾 1", "💾 2", "✅ 3", "💾 4"]
+
+
+def test_a_digest_without_revisions_counts_only_matches_in_both_languages() -> None:
+    entries = [replace(entry, kind="new") for entry in realistic_entries(12)]
+    [english] = render_digest(entries)
+    assert visible_text(english.text).startswith("📬 12 new matches\n")
+    [chinese] = render_digest(realistic_entries(12), lang="zh")
+    assert visible_text(chinese.text).startswith("📬 12 篇新匹配（其中修订 2 篇）\n")
+    assert "Firstname Lastname0, Firstname Lastname1 等 5 人" in visible_text(chinese.text)
+    [one] = render_digest(entries[:1])
+    assert visible_text(one.text).startswith("📬 1 new match\n")
 
 
 def test_empty_digest_renders_nothing() -> None:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from bot.delivery.diff import describe_changes
 from bot.delivery.render import DigestEntry, RenderedMessage, render_alert, render_digest
-from bot.i18n import tn
 from bot.models import AlertKind, Paper
 from bot.storage import Storage
 from bot.storage.chats import Chat
@@ -94,8 +93,7 @@ async def _digest(store: Storage, chat: Chat, rows: Sequence[OutboxRow]) -> Comp
         kept.append(row)
     if not kept:
         return Composition([], missing, digest=True)
-    title = tn(chat.language, "{count} new match", "{count} new matches", len(kept))
-    rendered = render_digest(entries, lang=chat.language, title=title)
+    rendered = render_digest(entries, lang=chat.language)
     # Each message of a digest carries some entries; rows are marked sent per message.
     messages, start = [], 0
     for index, message in enumerate(rendered):

@@ -51,18 +51,25 @@ _OPERATORS = ("log", "ln", "exp", "sin", "cos", "tan", "max", "min", "arg", "det
               "lim", "sup", "inf", "Pr", "gcd", "deg")
 
 
+def has_latex(text: str | None) -> bool:
+    """Whether `latex_to_unicode` treats `text` as LaTeX (and so renders `--` as a dash)."""
+    return bool(text) and not _LATEX_MARKERS.isdisjoint(text)
+
+
 @lru_cache(maxsize=4096)  # one paper is rendered for many chats, and again on each press
-def latex_to_unicode(text: str) -> str:
+def latex_to_unicode(text: str, *, as_latex: bool = False) -> str:
     """Render basic LaTeX as Unicode with collapsed whitespace; never raises, never eats text.
 
     Only the runs of words that hold LaTeX go through the converter: it costs several
     microseconds a character, and most of an abstract is plain words it would leave as they are.
+    `as_latex` converts TeX typography (`--`, `~`) even in a text without `\\` or `$`: for an
+    excerpt of a text that has them, so the excerpt reads as the whole text does.
     """
     try:
         raw = clean_text(text)
     except Exception:
         return ""
-    if not _LATEX_MARKERS.intersection(raw):
+    if not as_latex and not _LATEX_MARKERS.intersection(raw):
         return raw
     raw = _CITATION.sub("", raw)
     runs = _runs(raw)

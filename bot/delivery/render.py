@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -17,14 +18,16 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.delivery.callbacks import ToggleAbstract, ToggleSave, decode, encode
 from bot.delivery.diff import PaperDiff
-from bot.delivery.latex import clean_text, latex_to_unicode
-from bot.i18n import t
+from bot.delivery.latex import clean_text, has_latex, latex_to_unicode
+from bot.i18n import t, tn
 from bot.models import AlertKind, ArxivId, Paper
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_UNITS = 4000  # Telegram allows 4096; the margin absorbs any counting surprise
-PREVIEW_CHARS = 400  # abstract shown in a collapsed alert
+PREVIEW_CHARS = 250  # about this much abstract in a collapsed alert: a phone screen's worth
+PREVIEW_MAX_CHARS = PREVIEW_CHARS * 5 // 4  # a sentence may run this far to end the preview
+MATCHED_LINE_CHARS = 32  # the matched queries get one line on a phone, then "+N"
 PREVIEW_SOURCE_CHARS = 3 * PREVIEW_CHARS  # raw text converted for a preview: plenty to spare
 DIGEST_BUTTONS_PER_ROW = 5
 # Telegram allows 100 buttons and 100 entities per message; each entry uses two entities.
@@ -81,6 +84,33 @@ def shorten_authors(authors: Sequence[str], limit: int = 3, *, lang: str = "en")
         return ", ".join(names)
     return t(lang, "{names} et al. ({count} authors)", names=", ".join(names[:limit]),
              count=len(names))
+
+
+# Where a sentence ends: after . ! ? that follow a lower-case word (not an initial, "E. Yoneki"),
+# before a capital, a digit or an opening quote or bracket; or after Chinese/Japanese . ! ?
+_SENTENCE_END = re.compile(
+    r"(?<=[^\sA-Z.][.!?])[\"”’)\]]?(?=\s+[\"“‘(\[]?[A-Z0-9])|(?<=[。！？])")
+
+
+def sentence_preview(text: str, target: int = PREVIEW_CHARS) -> tuple[str, bool]:
+    """About `target` characters of `text`, ending at a sentence end; and whether it was cut.
+
+    The sentence end nearest `target` (up to a quarter beyond it) wins; a text without one in
+    reach is cut at a word, with "…".
+    """
+    limit = target + target // 4
+    if len(text) <= limit:
+        return text, False
+    best = None
+    for match in _SENTENCE_END.finditer(text):
+        end = match.end()
+        if end > limit:
+            break
+        if end >= target // 2 and (best is None or abs(end - target) < abs(best - target)):
+            best = end
+    if best is None:
+        return truncate_at_word(text, target), True
+    return text[:best], True
 
 
 def format_categories(categories: Sequence[str], limit: int = 6) -> str:
@@ -163,16 +193,15 @@ class _Limits:
     title: int = 400
     author: int = 80
     comment: int = 300
-    query: int = 80
-    queries: int = 5
+    matched: int = MATCHED_LINE_CHARS
     diff: int = 200
     abstract: int | None = None  # None: the whole abstract
 
     def halved(self) -> _Limits:
         return _Limits(
             title=max(40, self.title // 2), author=max(20, self.author // 2),
-            comment=max(20, self.comment // 2), query=max(20, self.query // 2),
-            queries=max(1, self.queries // 2), diff=max(20, self.diff // 2),
+            comment=max(20, self.comment // 2), matched=max(20, self.matched // 2),
+            diff=max(20, self.diff // 2),
             abstract=0,
         )
 
@@ -197,12 +226,15 @@ def render_alert(
     lang: str = "en",
 ) -> RenderedMessage:
     """An alert (an `AlertKind`) or a card (`kind` "card", no badge) for one paper."""
-    abstract_source, cut = (paper.abstract or "", False) if expanded else preview_source(
-        paper.abstract or "")
-    texts = _AlertTexts(_plain(paper.title), _plain(abstract_source), _plain(paper.comment))
-    markup = alert_keyboard(paper, saved=saved, expanded=expanded, lang=lang,
-                            expandable=cut or len(texts.abstract) > PREVIEW_CHARS)
-    limits = _Limits(abstract=None if expanded else PREVIEW_CHARS)
+    if expanded:
+        abstract, cut = _plain(paper.abstract), False
+    else:
+        source, source_cut = preview_source(paper.abstract or "")
+        abstract, preview_cut = sentence_preview(_plain(source))
+        cut = source_cut or preview_cut
+    texts = _AlertTexts(_plain(paper.title), abstract, _plain(paper.comment))
+    markup = alert_keyboard(paper, saved=saved, expanded=expanded, lang=lang, expandable=cut)
+    limits = _Limits()
     for _ in range(16):
         text = _alert_html(paper, texts, kind, matched, diff, limits, lang)
         over = utf16_len(text) - MAX_MESSAGE_UNITS
@@ -238,18 +270,20 @@ def _alert_html(
     limits: _Limits,
     lang: str,
 ) -> str:
-    lines: list[str] = []
+    # The badge shares the title's line: a phone's notification preview starts with the title.
+    title = f"<b>{_clip(texts.title, limits.title)}</b>"
     if kind == AlertKind.NEW:
-        lines.append("🆕 <b>" + _esc(t(lang, "New")) + "</b>")
+        title = "🆕 " + title
     elif kind == AlertKind.REVISION:
-        lines.append("🔄 <b>" + _esc(t(lang, "Revised v{version}", version=paper.version))
-                     + "</b>")
-    lines.append(f"<b>{_clip(texts.title, limits.title)}</b>")
+        title = "🔄 " + _esc(t(lang, "v{version}", version=paper.version)) + " · " + title
+    lines: list[str] = [title]
     lines.append(_esc(_authors_text(paper.authors, 3, limits.author, lang)))
-    meta = [_esc(format_categories([clean_text(c)[:40] for c in paper.categories]))]
+    # The primary category and how many more: the full list is one tap away on arXiv.
+    meta = [_esc(format_categories([clean_text(c)[:40] for c in paper.categories], limit=1))]
     meta.append(f"<code>arXiv:{_clip(paper.versioned_id, 60)}</code>")
     when = paper.updated or paper.published
-    if when is not None:
+    if when is not None and kind != AlertKind.NEW:
+        # A new paper is from today; a revision's or a looked-up paper's date tells something.
         meta.append(when.strftime("%Y-%m-%d"))
     lines.append(" · ".join(part for part in meta if part))
     comment_changed = diff is not None and diff.comment is not None
@@ -258,7 +292,7 @@ def _alert_html(
     if matched:
         lines.append(_matched_line(matched, limits, lang))
     if kind == AlertKind.REVISION and diff is not None:
-        lines.extend(_diff_lines(diff, limits.diff, lang))
+        lines.extend(_diff_lines(diff, limits.diff, lang, paper.abstract))
     abstract = texts.abstract
     if limits.abstract is not None:
         abstract = truncate_at_word(abstract, limits.abstract)
@@ -269,15 +303,21 @@ def _alert_html(
 
 
 def _matched_line(matched: Sequence[str], limits: _Limits, lang: str) -> str:
+    """One line: as many whole queries as fit `limits.matched` characters, then `+N`."""
     queries = [q for q in map(clean_text, matched) if q]
-    shown = ", ".join(f"<code>{_clip(q, limits.query)}</code>" for q in queries[: limits.queries])
-    rest = len(queries) - limits.queries
-    if rest > 0:
-        shown += " " + _esc(t(lang, "+{count} more", count=rest))
-    return "🔎 " + _esc(t(lang, "matched:")) + " " + shown
+    shown: list[str] = []
+    used = 0
+    for query in queries:
+        if shown and used + 2 + len(query) > limits.matched:
+            break
+        shown.append(truncate_at_word(query, limits.matched))
+        used += 2 + len(shown[-1])
+    rest = len(queries) - len(shown)
+    text = ", ".join(shown) + (f" +{rest}" if rest else "")
+    return "🔎 " + _esc(t(lang, "Matched: {queries}", queries=text))
 
 
-def _diff_lines(diff: PaperDiff, limit: int, lang: str) -> list[str]:
+def _diff_lines(diff: PaperDiff, limit: int, lang: str, abstract: str = "") -> list[str]:
     """What changed in a revision, one short line per changed field."""
     lines = []
     if diff.new_version - diff.old_version > 1:
@@ -303,10 +343,13 @@ def _diff_lines(diff: PaperDiff, limit: int, lang: str) -> list[str]:
         lines.append("📰 " + _esc(t(lang, "Journal ref: {ref}",
                                      ref=truncate_at_word(_plain(diff.journal_ref[1]), limit))))
     if diff.abstract_changed:
-        summary = t(lang, "Abstract: +{added} words, −{removed} words",
-                    added=diff.abstract_words_added, removed=diff.abstract_words_removed)
+        summary = t(lang, "Abstract: {added}, {removed}",
+                    added=tn(lang, "+{count} word", "+{count} words", diff.abstract_words_added),
+                    removed=tn(lang, "−{count} word", "−{count} words",
+                               diff.abstract_words_removed))
         line = "📝 " + _esc(summary)
-        excerpt = _plain(diff.abstract_excerpt)
+        # The excerpt reads as the abstract does: `--` is a dash wherever the abstract's is.
+        excerpt = latex_to_unicode(diff.abstract_excerpt or "", as_latex=has_latex(abstract))
         if excerpt:
             line += " — <i>“" + _clip(excerpt, limit // 2) + "”</i>"
         lines.append(line)
@@ -318,13 +361,13 @@ def _diff_lines(diff: PaperDiff, limit: int, lang: str) -> list[str]:
 def alert_keyboard(
     paper: Paper, *, saved: bool, expanded: bool, lang: str = "en", expandable: bool = True
 ) -> InlineKeyboardMarkup:
-    """Save / Abstract toggles and links to the abstract page and the PDF."""
+    """Save / Full abstract toggles and links to the abstract page and the PDF."""
     first_row = []
     paper_id = _version_id(paper)
     if paper_id is not None:
         first_row.append(_save_button(ToggleSave(paper_id), saved, lang))
         if expandable or expanded:
-            label = t(lang, "🔼 Collapse") if expanded else t(lang, "📄 Abstract")
+            label = t(lang, "🔼 Collapse") if expanded else t(lang, "📄 Full abstract")
             data = encode(ToggleAbstract(paper_id, expand=not expanded))
             first_row.append(InlineKeyboardButton(label, callback_data=data))
     links = [
@@ -338,7 +381,7 @@ def _save_button(action: ToggleSave, saved: bool, lang: str) -> InlineKeyboardBu
     if action.number is not None:
         label = f"✅ {action.number}" if saved else f"💾 {action.number}"
     else:
-        label = t(lang, "Saved ✓") if saved else t(lang, "💾 Save")
+        label = t(lang, "⭐ Saved") if saved else t(lang, "⭐ Save")
     return InlineKeyboardButton(label, callback_data=encode(action))
 
 
@@ -369,13 +412,18 @@ def with_saved_state(
 def render_digest(
     entries: Sequence[DigestEntry], *, lang: str = "en", title: str | None = None
 ) -> list[RenderedMessage]:
-    """Numbered entries split into as few messages as fit, each with Save-by-number buttons."""
+    """Numbered entries split into as few messages as fit, each with Save-by-number buttons.
+
+    The header counts the matches once, revisions among them in brackets; a `title` goes
+    before the count.
+    """
     if not entries:
         return []
-    heading = truncate_at_word(clean_text(title or ""), 100) or t(lang, "Digest")
+    heading = truncate_at_word(clean_text(title or ""), 100)
+    counts = digest_counts(entries, lang)
     blocks = [_digest_entry(number, entry, lang) for number, entry in enumerate(entries, 1)]
     # Reserve room for the longest header this digest could get ("… 99/99 …").
-    reserve = utf16_len(_digest_header(heading, 99, 99, len(entries), lang)) + 2
+    reserve = utf16_len(_digest_header(heading, counts, 99, 99)) + 2
     pages: list[list[int]] = [[]]
     used = reserve
     for index, block in enumerate(blocks):
@@ -389,7 +437,7 @@ def render_digest(
         used += size
     messages = []
     for page_number, page in enumerate(pages, 1):
-        header = _digest_header(heading, page_number, len(pages), len(entries), lang)
+        header = _digest_header(heading, counts, page_number, len(pages))
         text = "\n\n".join([header, *(blocks[i] for i in page)])
         buttons = [_digest_button(i + 1, entries[i], lang) for i in page]
         rows = [buttons[k : k + DIGEST_BUTTONS_PER_ROW]
@@ -398,10 +446,20 @@ def render_digest(
     return messages
 
 
-def _digest_header(heading: str, page: int, pages: int, count: int, lang: str) -> str:
+def digest_counts(entries: Sequence[DigestEntry], lang: str) -> str:
+    """"12 new matches (6 revised)": every entry once, the revisions among them in brackets."""
+    revised = sum(entry.kind == AlertKind.REVISION for entry in entries)
+    if revised:
+        return tn(lang, "{count} new match ({revised} revised)",
+                  "{count} new matches ({revised} revised)", len(entries), revised=revised)
+    return tn(lang, "{count} new match", "{count} new matches", len(entries))
+
+
+def _digest_header(heading: str, counts: str, page: int, pages: int) -> str:
     counter = f" {page}/{pages}" if pages > 1 else ""
-    papers = t(lang, "{count} papers", count=count)
-    return f"📬 <b>{_esc(heading)}{counter}</b> · {_esc(papers)}"
+    if heading:
+        return f"📬 <b>{_esc(heading)}{counter}</b> · {_esc(counts)}"
+    return f"📬 <b>{_esc(counts)}{counter}</b>"
 
 
 def _digest_entry(number: int, entry: DigestEntry, lang: str) -> str:

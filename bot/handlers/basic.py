@@ -51,7 +51,7 @@ HELP_TEXT = _(
     "<b>Your library</b>\n"
     "/saved — saved papers, newest first\n"
     "/export — the library as a BibTeX file\n"
-    "/paper &lt;id or arXiv link&gt; — one paper's card\n\n"
+    "/paper &lt;arXiv ID or link&gt; — one paper's card\n\n"
     "<b>Delivery</b>\n"
     "/pause and /resume — stop and restart alerts (nothing is lost)\n"
     "/digest HH:MM — one daily digest at that time; /digest off — instant alerts\n"

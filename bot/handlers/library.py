@@ -95,13 +95,15 @@ async def export(update: Update, context: BotContext) -> None:
         document = io.BytesIO(PART_SEPARATOR.join(parts).encode("utf-8"))
         await update.effective_message.reply_document(
             document, filename="arxiv-library.bib",
-            caption=t(lang, "{count} saved papers as BibTeX.", count=total),
+            caption=tn(lang, "{count} saved paper as BibTeX.",
+                       "{count} saved papers as BibTeX.", total),
         )
         await progress.dismiss()
 
 
 def _exporting(lang: str, done: int, total: int) -> str:
-    return t(lang, "📦 Exporting your library: {done}/{total} papers…", done=done, total=total)
+    return tn(lang, "📦 Exporting your library: {done}/{count} paper…",
+              "📦 Exporting your library: {done}/{count} papers…", total, done=done)
 
 
 async def paper(update: Update, context: BotContext) -> None:
@@ -116,7 +118,7 @@ async def paper(update: Update, context: BotContext) -> None:
     arxiv_id = ArxivId.parse(argument)
     if arxiv_id is None:
         await reply(update, context, t(
-            lang, "That doesn't look like an arXiv id. Try <code>2611.11450</code>, "
+            lang, "That doesn't look like an arXiv ID. Try <code>2611.11450</code>, "
             "<code>hep-th/9901001</code> or an arxiv.org link."
         ))
         return

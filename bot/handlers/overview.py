@@ -78,6 +78,15 @@ def source_mark(source: Source, failed: str) -> str:
     return "✅" if source.healthy else failed
 
 
+def _announced(lang: str, *, new: int, revised: int, ai: int) -> str:
+    """"+12 new papers, +3 revisions (5 AI-related)", each count with its own plural."""
+    return t(lang, "{new}, {revised} ({ai:,} AI-related)",
+             new=tn(lang, "<b>+{count:,}</b> new paper", "<b>+{count:,}</b> new papers", new),
+             revised=tn(lang, "<b>+{count:,}</b> revision", "<b>+{count:,}</b> revisions",
+                        revised),
+             ai=ai)
+
+
 async def stats(update: Update, context: BotContext) -> None:
     """Papers and revisions of the last 24 h and 7 d, last scans, and this chat's numbers."""
     lang = context.lang
@@ -90,10 +99,8 @@ async def stats(update: Update, context: BotContext) -> None:
     week = await store.papers.ingest_counts(now - 7 * DAY, AI_CATEGORIES)
     lines = [
         t(lang, "📊 <b>arXiv at a glance</b>"),
-        t(lang, "Last 24 h: <b>+{new:,}</b> new papers, <b>+{revised:,}</b> revisions "
-                "({ai:,} AI-related)", **day),
-        t(lang, "Last 7 days: <b>+{new:,}</b> new papers, <b>+{revised:,}</b> revisions "
-                "({ai:,} AI-related)", **week),
+        t(lang, "Last 24 h: {counts}", counts=_announced(lang, **day)),
+        t(lang, "Last 7 days: {counts}", counts=_announced(lang, **week)),
         "",
     ]
     sources = await store.sources.all()

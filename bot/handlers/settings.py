@@ -12,7 +12,7 @@ from bot.handlers.common import (
     reply,
 )
 from bot.handlers.context import BotContext
-from bot.i18n import SUPPORTED_LANGUAGES, t
+from bot.i18n import SUPPORTED_LANGUAGES, t, tn
 
 
 async def pause(update: Update, context: BotContext) -> None:
@@ -32,9 +32,9 @@ async def resume(update: Update, context: BotContext) -> None:
     chat_id = update.effective_chat.id
     await context.store.chats.set_paused(chat_id, False)
     waiting = len(await context.store.outbox.pending_for_chat(chat_id))
-    await reply(update, context, t(
-        context.lang, "▶️ Alerts resumed. {count} matches from the pause are on their way.",
-        count=waiting,
+    await reply(update, context, tn(
+        context.lang, "▶️ Alerts resumed. {count} match from the pause is on its way.",
+        "▶️ Alerts resumed. {count} matches from the pause are on their way.", waiting,
     ) if waiting else t(context.lang, "▶️ Alerts resumed."))
 
 
