@@ -75,7 +75,7 @@ async def test_a_chinese_user_gets_chinese_from_the_first_message_until_lang_en(
     [alert] = await alerts_after_poll(harness, [paper])
     assert paper.title in alert.text, "the paper's title is never translated"
     assert paper.abstract[:80] in alert.text
-    assert alert.text.startswith(f"🆕 {paper.title}\n") and "🔎 匹配：cat:cs.LG" in alert.text
+    assert alert.text.startswith(f"🆕 {paper.title}\n") and "🔎 匹配：cs.LG\n" in alert.text
     assert alert.button_texts == ["⭐ 收藏", "📄 展开摘要", "🌐 arXiv 页面", "📥 PDF"]
     assert_no_english(chrome(alert, paper))
 
@@ -114,7 +114,7 @@ async def test_a_chinese_user_gets_chinese_from_the_first_message_until_lang_en(
     assert "Your subscriptions" in again.text and "我的订阅" not in again.text
     [english_alert] = await alerts_after_poll(harness, [make_paper(2)])
     assert english_alert.text.startswith(f"🆕 {make_paper(2).title}\n")
-    assert "🔎 Matched: cat:cs.LG" in english_alert.text
+    assert "🔎 Matched: cs.LG\n" in english_alert.text
     assert "⭐ Save" in english_alert.button_texts
     assert not HAN.search(chrome(english_alert, make_paper(2)))
 

@@ -36,7 +36,7 @@ async def test_an_author_written_with_an_affiliation_gets_the_alert(harness: Har
     [alert] = _alerts(harness)
     assert "arXiv:2611.10001v1" in alert.text
     assert "Franz Gähler, Eiko Yoneki\n" in alert.text, "the name without its affiliation"
-    assert "matched: au:Gahler" in alert.text
+    assert "Matched: au:Gahler" in alert.text
     stored = await harness.services.storage.papers.get("2611.10001")
     assert stored is not None and stored.authors == ("Franz Gähler", "Eiko Yoneki")
 
@@ -58,7 +58,8 @@ async def test_subscriptions_are_listed_and_matched_exactly_as_typed(harness: Ha
                                    authors=("Eiko Yoneki",))])
     await harness.poll()
     [alert] = _alerts(harness)
-    assert 'matched: "on-policy distillation", au:Yoneki' in alert.text
+    # The matched queries take one line on a phone: the first as typed, then how many more.
+    assert '🔎 Matched: "on-policy distillation" +1\n' in alert.text
 
 
 async def test_markup_is_refused_naming_the_character_and_the_list_is_unchanged(
