@@ -69,7 +69,7 @@ async def test_a_second_chats_paper_is_served_before_the_noisy_chats_tenth(
     await asyncio.sleep(0.5)
     harness.tg.send_command(ALICE, "/paper 2611.10030")
     card = await harness.tg.wait_for_message(ALICE, "part 30", timeout=15)
-    assert "💾 Save" in card.button_texts
+    assert "⭐ Save" in card.button_texts
     requests = api_requests(harness)
     assert "2611.10030" in requests[1], "Alice's paper went out with the next request"
 
