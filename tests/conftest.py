@@ -83,7 +83,7 @@ class Harness:
             lambda: self.tg.pending_updates == 0 and self.app.update_queue.empty(),
             what="the bot to take every update",
         )
-        # One more round trip guarantees the handler that took the last update has finished.
+        # One more round trip guarantees every update fetched so far is in a handler's hands.
         before = len(self.tg.calls)
         # A group, where plain text gets no reply, so the ping adds no message of its own.
         self.tg.send_text(-999_999_999, "ping from the harness", title="harness")

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bot.clock import SystemClock
@@ -243,3 +244,49 @@ def test_sigterm_mid_drain_exits_0_in_time_and_marks_nothing_sent_that_telegram_
     stopping = bot.stderr.split("stopping (SIGTERM)", 1)[1]
     assert "Traceback" not in stopping, "the stop itself is clean"
     assert "stopped" in stopping
+
+
+WEBHOOK_SECRET = "hook-secret_0123456789abcdef"
+
+
+def test_webhook_mode_answers_updates_with_the_secret_and_refuses_the_rest(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
+    bots: list[BotProcess],
+) -> None:
+    port = free_port()
+    bot = BotProcess(tmp_path, bot_settings(
+        fake_telegram.api_url, fake_telegram.token, fake_arxiv, tmp_path,
+        WEBHOOK_URL="https://bot.example.org/telegram/hook", WEBHOOK_LISTEN="127.0.0.1",
+        WEBHOOK_PORT=str(port), WEBHOOK_SECRET=WEBHOOK_SECRET,
+    ))
+    bots.append(bot)
+    fake_telegram.wait_for_sync(lambda: fake_telegram.webhook, timeout=30,
+                                what="the bot to set its webhook")
+    assert fake_telegram.webhook == {"url": "https://bot.example.org/telegram/hook",
+                                     "secret_token": WEBHOOK_SECRET}
+    bot.wait_for_log("Application started")
+    hook = f"http://127.0.0.1:{port}/telegram/hook"
+
+    def push(chat_id: int, command: str, headers: dict[str, str]) -> int:
+        fake_telegram.send_command(chat_id, command)
+        (update,) = fake_telegram.pop_updates()
+        return httpx.post(hook, json=update, headers=headers, timeout=10).status_code
+
+    assert push(5001, "/follow cs.LG", {}) == 403
+    assert push(5002, "/follow cs.LG",
+                {"X-Telegram-Bot-Api-Secret-Token": "not-the-secret"}) == 403
+    assert push(5003, "/start", {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET}) == 200
+    fake_telegram.wait_for_sync(lambda: fake_telegram.messages(5003), timeout=15,
+                                what="the answer to the update with the right secret")
+    assert "/follow" in fake_telegram.messages(5003)[0].text
+    assert bot.terminate_and_wait() == 0
+    assert not fake_telegram.calls_of("getUpdates"), "webhook mode does not long-poll"
+    assert fake_telegram.messages(5001) == fake_telegram.messages(5002) == []
+    connection = sqlite3.connect(tmp_path / "data" / "bot.sqlite3")
+    try:
+        chats = {row[0] for row in connection.execute("SELECT id FROM chats")}
+        subscriptions = connection.execute("SELECT COUNT(*) FROM subscriptions").fetchone()[0]
+    finally:
+        connection.close()
+    assert chats == {5003}, "the refused updates changed nothing"
+    assert subscriptions == 0

@@ -675,14 +675,16 @@ class FakeTelegram:
         self._server_errors: list[str] = []
         self._active_requests = 0
         self._waiting_polls = 0
+        self._webhook: dict[str, Any] = {}
 
         self._methods: dict[str, Callable[[dict[str, Any], dict[str, _Upload]], Any]] = {
             "getMe": self._get_me,
             "logOut": lambda p, f: True,
             "close": lambda p, f: True,
             "deleteWebhook": self._delete_webhook,
+            "setWebhook": self._set_webhook,
             "getWebhookInfo": lambda p, f: {
-                "url": "",
+                "url": self._webhook.get("url", ""),
                 "has_custom_certificate": False,
                 "pending_update_count": len(self._updates),
             },
@@ -1110,6 +1112,18 @@ class FakeTelegram:
             return self._descriptions.get((kind, language_code))
 
     @property
+    def webhook(self) -> dict[str, Any]:
+        """What the bot set with setWebhook (url, secret_token); empty when polling."""
+        with self._cond:
+            return dict(self._webhook)
+
+    def pop_updates(self) -> list[dict[str, Any]]:
+        """Take the queued updates out, to push them to the bot's webhook instead."""
+        with self._cond:
+            updates, self._updates = self._updates, []
+            return updates
+
+    @property
     def waiting_polls(self) -> int:
         """How many getUpdates requests are blocked in long polling right now."""
         with self._cond:
@@ -1352,6 +1366,14 @@ class FakeTelegram:
     def _delete_webhook(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
         if params.get("drop_pending_updates"):
             self._updates.clear()
+        self._webhook = {}
+        return True
+
+    def _set_webhook(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
+        url = params.get("url") or ""
+        if not url.startswith("https://"):
+            raise _bad_request("bad webhook: An HTTPS URL must be provided for webhook")
+        self._webhook = {"url": url, "secret_token": params.get("secret_token")}
         return True
 
     def _get_updates(
