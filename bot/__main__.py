@@ -12,6 +12,7 @@ from bot import __version__
 from bot.config import ConfigError, Settings, configure_logging, load_settings
 from bot.redaction import TOKEN_REJECTED, token_secrets
 from bot.redaction import install as install_redaction
+from bot.storage.db import DatabaseError
 from bot.storage.lock import DatabaseLock, DatabaseLocked
 
 log = logging.getLogger("bot")
@@ -35,7 +36,16 @@ def _parser() -> argparse.ArgumentParser:
         "backup", help="write a consistent copy of the database (safe while the bot runs)"
     )
     backup.add_argument("path", type=Path, help="where to write the copy")
+    commands.add_parser(
+        "health", help="exit 0 if the last arXiv poll and Telegram call are recent; one line"
+    )
     return parser
+
+
+async def _check_database(path: Path) -> None:
+    from bot.storage.db import Database
+
+    await (await Database.open(path)).close()
 
 
 def _run(settings: Settings) -> int:
@@ -44,6 +54,8 @@ def _run(settings: Settings) -> int:
     from bot.app import build_application
     from bot.runner import run
 
+    # Database trouble (a schema newer than this code) is reported before Telegram is tried.
+    asyncio.run(_check_database(settings.database_path))
     try:
         return run(build_application(settings), settings)
     except InvalidToken:
@@ -73,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         return _dispatch(args, settings)
+    except DatabaseError as exc:
+        print(f"database error: {exc}", file=sys.stderr)
+        return 2
     finally:
         if lock is not None:
             lock.release()
@@ -89,6 +104,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from bot.cli import backup_cli
 
         return asyncio.run(backup_cli(settings, args.path))
+    if args.command == "health":
+        from bot.cli import health_cli
+
+        return asyncio.run(health_cli(settings))
     return 2
 
 

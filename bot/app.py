@@ -34,11 +34,13 @@ from bot.handlers import settings as chat_settings
 from bot.handlers.common import record_chat
 from bot.handlers.context import BotContext, Services
 from bot.handlers.guard import budget_guard
+from bot.health import TELEGRAM_HEARTBEAT_INTERVAL
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
 from bot.polling import schedule_polls
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
+from bot.storage.heartbeats import Beat
 from bot.update_processor import PerChatUpdateProcessor
 
 log = logging.getLogger(__name__)
@@ -95,6 +97,8 @@ async def _post_init(application: Application) -> None:
     jobs.run_repeating(tracked(digest_job), interval=DIGEST_CHECK_INTERVAL,
                        first=DIGEST_CHECK_INTERVAL, name="digests")
     jobs.run_repeating(tracked(prune_job), interval=86400, first=600, name="prune")
+    jobs.run_repeating(tracked(telegram_heartbeat_job), interval=TELEGRAM_HEARTBEAT_INTERVAL,
+                       first=1.0, name="telegram-heartbeat")
 
 
 async def set_command_menus(application: Application) -> None:
@@ -182,12 +186,29 @@ async def prune_job(context: BotContext) -> None:
 
 
 async def prune(storage: Storage, now: float) -> tuple[int, int]:
-    """Delivered alerts after 30 days, papers nobody saved or awaits after 90 days."""
+    """Delivered alerts after 30 days, papers nobody saved or awaits after 90 days; then the
+    planner statistics, and a VACUUM when pruning left a significant share of the file free."""
     alerts = await storage.outbox.prune(now - OUTBOX_RETENTION_DAYS * 86400)
     papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * 86400)
     if alerts or papers:
         log.info("pruned %d delivered alerts and %d papers", alerts, papers)
+    await storage.db.optimize()
+    vacuumed = await storage.db.vacuum_if_worth()
+    if vacuumed is not None:
+        before, after = vacuumed
+        log.info("vacuum freed %.1f MB of %.1f MB (%.0f %%)", (before - after) / 1e6,
+                 before / 1e6, 100 * (before - after) / before)
     return alerts, papers
+
+
+async def telegram_heartbeat_job(context: BotContext) -> None:
+    """Ask Telegram who we are; its answer is the heartbeat `health` and /status read."""
+    try:
+        await context.bot.get_me()
+    except TelegramError as exc:
+        log.warning("Telegram heartbeat failed (%s)", exc)
+        return
+    await context.services.storage.heartbeats.beat(Beat.TELEGRAM, context.services.clock.now())
 
 
 def build_application(

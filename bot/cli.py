@@ -86,10 +86,28 @@ async def backup_cli(settings: Settings, path: Path) -> int:
     """`python -m bot backup PATH`: a consistent copy of the database, safe beside a running bot."""
     from bot.storage.db import Database
 
-    db = await Database.open(settings.database_path)
+    # A mistyped DATABASE_PATH must fail, not "back up" a new empty database.
+    db = await Database.open(settings.database_path, create=False, migrate=False)
     try:
         await db.backup(path)
     finally:
         await db.close()
     print(f"backup written to {path}")
     return 0
+
+
+async def health_cli(settings: Settings) -> int:
+    """`python -m bot health`: one line; exit 0 only if arXiv and Telegram beats are recent."""
+    from bot.clock import SystemClock
+    from bot.health import assess
+    from bot.storage.db import Database
+    from bot.storage.heartbeats import HeartbeatRepository
+
+    db = await Database.open(settings.database_path, create=False, migrate=False)
+    try:
+        beats = await HeartbeatRepository(db).all()
+    finally:
+        await db.close()
+    health = assess(beats, settings, SystemClock().now())
+    print(health.line())
+    return 0 if health.ok else 1

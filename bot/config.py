@@ -52,6 +52,9 @@ class Settings:
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = 8443
     webhook_secret: str | None = field(default=None, repr=False)
+    # `health` reports stale beyond these ages (see bot/health.py).
+    health_max_arxiv_age_seconds: int = 3600
+    health_max_telegram_age_seconds: int = 600
 
     def is_operator(self, user_id: int | None, chat_id: int) -> bool:
         """Whether this user may use operator commands (/status) in this chat.
@@ -144,6 +147,19 @@ def _webhook(values: Callable[[str], str | None]) -> dict[str, object]:
     }
 
 
+def _health(values: Callable[[str], str | None], poll_interval: int) -> dict[str, int]:
+    # Three polls missed in a row, and never less than an hour: arXiv itself is often slow.
+    arxiv_default = max(3 * poll_interval, 3600)
+    return {
+        "health_max_arxiv_age_seconds": _int(
+            "HEALTH_MAX_ARXIV_AGE_SECONDS",
+            values("HEALTH_MAX_ARXIV_AGE_SECONDS") or str(arxiv_default), 60, 30 * 86400),
+        "health_max_telegram_age_seconds": _int(
+            "HEALTH_MAX_TELEGRAM_AGE_SECONDS",
+            values("HEALTH_MAX_TELEGRAM_AGE_SECONDS") or "600", 120, 30 * 86400),
+    }
+
+
 def _archives(name: str, value: str) -> tuple[str, ...]:
     items = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
     for item in items:
@@ -194,6 +210,9 @@ def load_settings(
             f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {log_level!r}"
         )
 
+    poll_interval = _int(
+        "POLL_INTERVAL_SECONDS", get("POLL_INTERVAL_SECONDS", "900"), 1, 7 * 24 * 3600
+    )
     return Settings(
         telegram_bot_token=token,
         telegram_api_url=_url(
@@ -203,9 +222,7 @@ def load_settings(
         arxiv_api_url=_url("ARXIV_API_URL", get("ARXIV_API_URL", Settings.arxiv_api_url)),
         arxiv_archives=_archives("ARXIV_ARCHIVES", get("ARXIV_ARCHIVES", "cs")),
         database_path=_database_path("DATABASE_PATH", get("DATABASE_PATH", "data/bot.sqlite3")),
-        poll_interval_seconds=_int(
-            "POLL_INTERVAL_SECONDS", get("POLL_INTERVAL_SECONDS", "900"), 1, 7 * 24 * 3600
-        ),
+        poll_interval_seconds=poll_interval,
         admin_chat_ids=_ids("ADMIN_CHAT_IDS", get("ADMIN_CHAT_IDS", "")),
         admin_user_ids=_ids("ADMIN_USER_IDS", get("ADMIN_USER_IDS", "")),
         log_level=log_level,
@@ -221,6 +238,7 @@ def load_settings(
             field_name: _int(name, get(name, str(getattr(Settings, field_name))), 1, DAY)
             for name, field_name in _CALENDAR_SECONDS.items()
         },
+        **_health(get, poll_interval),
     )
 
 

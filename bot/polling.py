@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from telegram.ext import JobQueue
 
 from bot.handlers.context import BotContext
+from bot.storage.heartbeats import Beat
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,8 @@ async def _poll_and_deliver(context: BotContext, callback: Job) -> None:
     assert services.pipeline is not None and services.sender is not None
     started = time.monotonic()
     report = await services.pipeline.poll()
+    if report.sources and not report.failed_sources:
+        await services.storage.heartbeats.beat(Beat.ARXIV_POLL, services.clock.now())
     drained = await services.sender.drain()
     log.info(
         "poll done sources=%d failed=%d items=%d new=%d revised=%d seen=%d matches=%d "

@@ -127,3 +127,66 @@ async def test_upgrade_recleans_stored_author_names_and_keeps_queries_as_typed(
             "au:Yoneki", "cat:cs.LG"]
     finally:
         await store.close()
+
+
+def run_bot_command(tmp_path: Path, database: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("TELEGRAM_", "DATABASE_", "HEALTH_", "POLL_"))}
+    env.update(PYTHONPATH=str(ROOT), TELEGRAM_BOT_TOKEN="123456:TEST-care-token",
+               DATABASE_PATH=str(database), TELEGRAM_API_URL="http://127.0.0.1:9")
+    return subprocess.run([sys.executable, "-m", "bot", *args], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("command", [("run",), ("poll-once", "--dry-run"), ("health",)])
+async def test_a_database_newer_than_the_code_is_refused_in_one_line(
+        tmp_path: Path, command: tuple[str, ...]) -> None:
+    database = tmp_path / "data" / "bot.sqlite3"
+    db = await Database.open(database)
+    await db.execute(f"INSERT INTO schema_version (version) VALUES ({LATEST_VERSION + 1})")
+    await db.close()
+    result = run_bot_command(tmp_path, database, *command)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"schema version {LATEST_VERSION + 1}" in lines[0]
+    assert f"({LATEST_VERSION})" in lines[0]
+    copy = sqlite3.connect(database)
+    try:
+        assert copy.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == \
+            LATEST_VERSION + 1, "left as it was"
+    finally:
+        copy.close()
+
+
+def test_backup_of_a_mistyped_database_path_is_refused(tmp_path: Path) -> None:
+    mistyped = tmp_path / "data" / "bot.sqlite"
+    target = tmp_path / "backup.sqlite3"
+    result = run_bot_command(tmp_path, mistyped, "backup", str(target))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"database error: no database at {str(mistyped)!r} "
+                                     "(check DATABASE_PATH)")
+    assert not mistyped.exists() and not target.exists(), "nothing created"
+
+
+async def test_pruning_that_frees_a_large_share_vacuums_and_logs_it(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = await Storage.open(tmp_path / "bot.sqlite3")
+    try:
+        start = 1_790_000_000.0
+        long_abstract = "A long abstract about attention. " * 200
+        papers = [make_paper(n, abstract=long_abstract) for n in range(1, 301)]
+        await store.papers.upsert_many(papers, start)
+        size = await store.db.size_bytes()
+        with caplog.at_level("INFO", logger="bot.app"):
+            assert await prune(store, start + 91 * DAY) == (0, 300)
+        assert await store.db.size_bytes() < size / 2, "the file shrank"
+        freed = [r.getMessage() for r in caplog.records if "vacuum freed" in r.getMessage()]
+        assert len(freed) == 1 and "MB" in freed[0]
+        caplog.clear()
+        with caplog.at_level("INFO", logger="bot.app"):
+            await prune(store, start + 92 * DAY)
+        assert not [r for r in caplog.records if "vacuum" in r.getMessage()], \
+            "nothing freed, no vacuum"
+    finally:
+        await store.close()

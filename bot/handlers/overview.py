@@ -8,6 +8,7 @@ from bot import __version__
 from bot.delivery.schedule import local_time
 from bot.handlers.common import quote, reply
 from bot.handlers.context import BotContext
+from bot.health import assess
 from bot.i18n import t, tn
 from bot.models import Freshness
 from bot.storage.sources import Source
@@ -163,6 +164,16 @@ async def status(update: Update, context: BotContext) -> None:
         if source.state.listing_error:
             lines.append(t(lang, "    listing: {error}",
                            error=quote(source.state.listing_error[:300])))
+    health = assess(await store.heartbeats.all(), context.settings, now)
+    for freshness, label in ((health.arxiv, t(lang, "Last successful arXiv poll")),
+                             (health.telegram, t(lang, "Last successful Telegram call"))):
+        seen = freshness.age(now)
+        lines.append(t(
+            lang, "{mark} {label}: {age} (limit {limit})",
+            mark="❌" if freshness.stale(now) else "✅", label=label,
+            age=t(lang, "never") if seen is None else age(lang, seen),
+            limit=duration(lang, freshness.limit),
+        ))
     outbox = await store.outbox.counts()
     chats = await store.chats.counts()
     size_mb = await store.db.size_bytes() / 1_000_000

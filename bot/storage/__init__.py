@@ -6,6 +6,7 @@ from pathlib import Path
 
 from bot.storage.chats import ChatRepository
 from bot.storage.db import Database
+from bot.storage.heartbeats import HeartbeatRepository
 from bot.storage.outbox import OutboxRepository
 from bot.storage.papers import PaperRepository
 from bot.storage.saved import SavedRepository
@@ -24,6 +25,7 @@ class Storage:
         self.outbox = OutboxRepository(db)
         self.saved = SavedRepository(db)
         self.sources = SourceRepository(db)
+        self.heartbeats = HeartbeatRepository(db)
 
     @classmethod
     async def open(cls, path: Path | str) -> Storage:

@@ -28,6 +28,13 @@ def in_chunks(values: Iterable[T]) -> Iterator[tuple[list[T], str]]:
         yield chunk, ",".join("?" * len(chunk))
 
 
+VACUUM_MIN_FREE_SHARE = 0.2  # VACUUM after pruning once a fifth of the file is free pages
+
+
+class DatabaseError(Exception):
+    """A database the bot must not use; the message is the one line shown to the operator."""
+
+
 class Database:
     """A writer connection (writes go through `transaction()`) and a read-only reader.
 
@@ -46,9 +53,16 @@ class Database:
         self._lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: Path | str, *, migrate: bool = True) -> Database:
-        """Open (creating folder and file if needed), enable WAL and foreign keys, migrate."""
+    async def open(cls, path: Path | str, *, migrate: bool = True,
+                   create: bool = True) -> Database:
+        """Open (creating folder and file if needed), enable WAL and foreign keys, migrate.
+
+        With `create=False` a missing file is an error (a mistyped path must not be
+        "backed up" as an empty database). A schema newer than this code is always refused.
+        """
         path = Path(path)
+        if not create and not path.is_file():
+            raise DatabaseError(f"no database at {str(path)!r} (check DATABASE_PATH)")
         if str(path) != ":memory:":
             path.parent.mkdir(parents=True, exist_ok=True)
         conn = await aiosqlite.connect(path, isolation_level=None)
@@ -58,8 +72,18 @@ class Database:
         await conn.execute("PRAGMA synchronous=NORMAL")
         await conn.execute("PRAGMA busy_timeout=5000")
         db = cls(conn, path)
-        if migrate:
-            await db.migrate()
+        try:
+            version = await db.schema_version()
+            if version > LATEST_VERSION:
+                raise DatabaseError(
+                    f"the database {str(path)!r} has schema version {version}, newer than "
+                    f"this version of the bot knows ({LATEST_VERSION}); upgrade the bot or "
+                    "restore a backup")
+            if migrate:
+                await db.migrate()
+        except BaseException:
+            await conn.close()
+            raise
         if str(path) != ":memory:":
             reader = await aiosqlite.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
             reader.row_factory = sqlite3.Row
@@ -165,6 +189,34 @@ class Database:
                 await self._conn.backup(dest)
         finally:
             await dest.close()
+
+    async def optimize(self) -> None:
+        """SQLite's own upkeep of query-planner statistics (cheap; run now and then)."""
+        async with self._lock:
+            await self._conn.execute("PRAGMA optimize")
+
+    async def vacuum_if_worth(self, min_share: float = VACUUM_MIN_FREE_SHARE
+                              ) -> tuple[int, int] | None:
+        """VACUUM when at least `min_share` of the file is free pages (after pruning).
+
+        Returns (bytes before, bytes after), or None when it was not worth it.
+        """
+        async with self._lock:
+            pages = await self._pragma("page_count")
+            free = await self._pragma("freelist_count")
+            if not pages or free / pages < min_share:
+                return None
+            before = pages * await self._pragma("page_size")
+            await self._conn.execute("VACUUM")
+            # In WAL mode the rewritten pages sit in the log until a checkpoint.
+            await self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            after = await self._pragma("page_count") * await self._pragma("page_size")
+        return before, after
+
+    async def _pragma(self, name: str) -> int:
+        async with self._conn.execute(f"PRAGMA {name}") as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
 
     async def size_bytes(self) -> int:
         page_count = await self.fetchval("PRAGMA page_count")

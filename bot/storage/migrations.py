@@ -220,6 +220,16 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         ALTER TABLE sources ADD COLUMN listing_error TEXT;
         """,
     ),
+    (
+        5,
+        "heartbeats: the last success at arXiv and Telegram, for health checks",
+        """
+        CREATE TABLE heartbeats (
+            name TEXT PRIMARY KEY,                        -- 'arxiv_poll' | 'telegram'
+            at   REAL NOT NULL
+        );
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

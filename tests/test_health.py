@@ -1,0 +1,100 @@
+"""`python -m bot health` for a service manager, and /status showing the same facts."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.app import poll_job, telegram_heartbeat_job
+from bot.storage import Storage
+from bot.storage.heartbeats import Beat
+from tests.conftest import Harness, make_paper
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+async def write_beats(database: Path, beats: dict[Beat, float]) -> None:
+    storage = await Storage.open(database)
+    try:
+        for beat, at in beats.items():
+            await storage.heartbeats.beat(beat, at)
+    finally:
+        await storage.close()
+
+
+def health(tmp_path: Path, database: Path, **env: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("TELEGRAM_", "DATABASE_", "HEALTH_", "POLL_"))}
+    environment.update(PYTHONPATH=str(ROOT), TELEGRAM_BOT_TOKEN="123456:TEST-health-token",
+                       DATABASE_PATH=str(database), **env)
+    return subprocess.run([sys.executable, "-m", "bot", "health"], env=environment,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("arxiv_age", "telegram_age", "code", "stale"), [
+    (300, 30, 0, None),
+    (2 * 3600, 30, 1, "arXiv poll"),
+    (300, 3600, 1, "Telegram call"),
+    (None, 30, 1, "no successful arXiv poll yet"),
+])
+def test_health_is_fresh_only_when_both_beats_are_recent(
+        tmp_path: Path, arxiv_age: float | None, telegram_age: float, code: int,
+        stale: str | None) -> None:
+    database = tmp_path / "data" / "bot.sqlite3"
+    now = time.time()
+    beats = {Beat.TELEGRAM: now - telegram_age}
+    if arxiv_age is not None:
+        beats[Beat.ARXIV_POLL] = now - arxiv_age
+    asyncio.run(write_beats(database, beats))
+    result = health(tmp_path, database)
+    assert result.returncode == code, result
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1
+    if stale is None:
+        assert lines[0].startswith("healthy: ")
+    else:
+        assert lines[0].startswith("stale: ")
+        assert stale in lines[0].split("; fine:")[0], "the stale part names what is stale"
+
+
+def test_health_thresholds_follow_the_settings(tmp_path: Path) -> None:
+    database = tmp_path / "data" / "bot.sqlite3"
+    now = time.time()
+    asyncio.run(write_beats(database, {Beat.TELEGRAM: now - 30, Beat.ARXIV_POLL: now - 2 * 3600}))
+    assert health(tmp_path, database, POLL_INTERVAL_SECONDS="3600").returncode == 0, \
+        "three missed hourly polls is the default limit"
+    assert health(tmp_path, database, HEALTH_MAX_ARXIV_AGE_SECONDS="3600").returncode == 1
+
+
+def test_health_without_a_database_fails_in_one_line(tmp_path: Path) -> None:
+    result = health(tmp_path, tmp_path / "nowhere" / "bot.sqlite3")
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("database error: no database at")
+
+
+async def test_the_running_bot_beats_and_status_shows_it(harness: Harness) -> None:
+    status = await harness.ask(1, "/status")
+    assert "❌ Last successful arXiv poll: never" in status.text
+    assert "❌ Last successful Telegram call: never" in status.text
+    harness.serve_feed([make_paper(1)])
+    context = harness.app.context_types.context(harness.app)
+    await poll_job(context)
+    await telegram_heartbeat_job(context)
+    beats = await harness.services.storage.heartbeats.all()
+    assert set(beats) == {Beat.ARXIV_POLL, Beat.TELEGRAM}
+    status = await harness.ask(1, "/status")
+    assert "✅ Last successful arXiv poll: just now (limit 1 h)" in status.text
+    assert "✅ Last successful Telegram call: just now (limit 10 min)" in status.text
+
+
+async def test_a_failed_poll_does_not_beat(harness: Harness) -> None:
+    harness.arxiv.fail_next(503, times=20)
+    context = harness.app.context_types.context(harness.app)
+    await poll_job(context)
+    assert Beat.ARXIV_POLL not in await harness.services.storage.heartbeats.all()
