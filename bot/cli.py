@@ -1,7 +1,8 @@
-"""Operator commands that print: `poll-once` (with or without `--dry-run`) and `backup`."""
+"""Operator commands that print: `poll-once` (with or without `--dry-run`), `backup`, `health`."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from bot.arxiv.client import ArxivClient
@@ -106,6 +107,8 @@ async def health_cli(settings: Settings) -> int:
     db = await Database.open(settings.database_path, create=False, migrate=False)
     try:
         beats = await HeartbeatRepository(db).all()
+    except sqlite3.OperationalError:  # a database the (new) bot has not migrated yet
+        beats = {}
     finally:
         await db.close()
     health = assess(beats, settings, SystemClock().now())

@@ -98,3 +98,19 @@ async def test_a_failed_poll_does_not_beat(harness: Harness) -> None:
     context = harness.app.context_types.context(harness.app)
     await poll_job(context)
     assert Beat.ARXIV_POLL not in await harness.services.storage.heartbeats.all()
+
+
+def test_health_on_a_database_not_yet_migrated_is_stale_not_a_traceback(tmp_path: Path) -> None:
+    from bot.storage.db import Database
+
+    async def old_schema(path: Path) -> None:
+        db = await Database.open(path, migrate=False)
+        await db.migrate(target=2)  # before heartbeats existed
+        await db.close()
+
+    database = tmp_path / "data" / "bot.sqlite3"
+    asyncio.run(old_schema(database))
+    result = health(tmp_path, database)
+    assert result.returncode == 1
+    assert result.stdout.startswith("stale: no successful arXiv poll yet")
+    assert "Traceback" not in result.stderr
