@@ -102,10 +102,13 @@ async def test_a_failed_poll_does_not_beat(harness: Harness) -> None:
 
 def test_health_on_a_database_not_yet_migrated_is_stale_not_a_traceback(tmp_path: Path) -> None:
     from bot.storage.db import Database
+    from bot.storage.migrations import MIGRATIONS
+
+    heartbeats = next(n for n, about, _ in MIGRATIONS if about.startswith("heartbeats"))
 
     async def old_schema(path: Path) -> None:
         db = await Database.open(path, migrate=False)
-        await db.migrate(target=2)  # before heartbeats existed
+        await db.migrate(target=heartbeats - 1)
         await db.close()
 
     database = tmp_path / "data" / "bot.sqlite3"
