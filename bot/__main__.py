@@ -45,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
 async def _check_database(path: Path) -> None:
     from bot.storage.db import Database
 
-    await (await Database.open(path)).close()
+    # Without migrating: its log lines belong to the start proper (post_init).
+    await (await Database.open(path, migrate=False)).close()
 
 
 def _run(settings: Settings) -> int:

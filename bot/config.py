@@ -256,5 +256,7 @@ def configure_logging(settings: Settings) -> None:
     if settings.log_level != "DEBUG":
         logging.getLogger("httpx").setLevel(logging.WARNING)
         logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    # aiosqlite logs every statement at DEBUG, drowning the bot's own debug lines.
+    logging.getLogger("aiosqlite").setLevel(logging.INFO)
     # pylatexenc reports every odd bit of TeX in a title at INFO; we fall back quietly.
     logging.getLogger("pylatexenc").setLevel(logging.WARNING)
