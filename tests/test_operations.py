@@ -290,3 +290,24 @@ def test_webhook_mode_answers_updates_with_the_secret_and_refuses_the_rest(
         connection.close()
     assert chats == {5003}, "the refused updates changed nothing"
     assert subscriptions == 0
+
+
+async def test_the_bot_starts_when_the_command_menu_cannot_be_set(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from bot.clock import ManualClock
+    from tests.conftest import make_settings, start_bot, stop_bot
+
+    fake_telegram.fail_next("setMyCommands", 500, times=5)
+    with caplog.at_level("WARNING", logger="bot.app"):
+        app = await start_bot(make_settings(tmp_path, fake_telegram, fake_arxiv),
+                              ManualClock(time.time()))
+    try:
+        fake_telegram.send_command(4242, "/start")
+        await fake_telegram.wait_for_message(4242)
+    finally:
+        await stop_bot(app)
+    warnings = [r.getMessage() for r in caplog.records if "command menu" in r.getMessage()]
+    assert len(warnings) == 1, "logged once"
+    assert "starting anyway" in warnings[0]
