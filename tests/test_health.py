@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import poll_job, telegram_heartbeat_job
+from bot.app import telegram_heartbeat_job
+from bot.polling import poll_job
 from bot.storage import Storage
 from bot.storage.heartbeats import Beat
 from tests.conftest import Harness, make_paper
