@@ -34,7 +34,7 @@ from bot.handlers import settings as chat_settings
 from bot.handlers.common import record_chat
 from bot.handlers.context import BotContext, Services
 from bot.handlers.guard import budget_guard
-from bot.health import TELEGRAM_HEARTBEAT_INTERVAL
+from bot.health import TELEGRAM_HEARTBEAT_INTERVAL, WatchedRequest
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
 from bot.polling import schedule_polls
@@ -202,13 +202,18 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
 
 
 async def telegram_heartbeat_job(context: BotContext) -> None:
-    """Ask Telegram who we are; its answer is the heartbeat `health` and /status read."""
-    try:
-        await context.bot.get_me()
-    except TelegramError as exc:
-        log.warning("Telegram heartbeat failed (%s)", exc)
-        return
-    await context.services.storage.heartbeats.beat(Beat.TELEGRAM, context.services.clock.now())
+    """Store when Telegram last answered (for `health`); ask it getMe if nothing else did
+    within the last heartbeat interval (webhook mode with no traffic)."""
+    services = context.services
+    answered = services.telegram_ok_at
+    if answered is None or services.clock.now() - answered > TELEGRAM_HEARTBEAT_INTERVAL:
+        try:
+            await context.bot.get_me()
+        except TelegramError as exc:
+            log.warning("Telegram heartbeat failed (%s)", exc)
+            return
+    if services.telegram_ok_at is not None:
+        await services.storage.heartbeats.beat(Beat.TELEGRAM, services.telegram_ok_at)
 
 
 def build_application(
@@ -222,9 +227,19 @@ def build_application(
     """
     clock = clock or SystemClock()
     context_types = ContextTypes(context=BotContext)
+    services = Services(settings=settings, storage=None, clock=clock,  # type: ignore[arg-type]
+                        started_at=clock.now(), schedule_jobs=schedule_jobs, pacer=pacer,
+                        budget=CommandBudget(budget or BudgetPolicy()))
+
+    def telegram_answered() -> None:
+        services.telegram_ok_at = clock.now()
+
     application = (
         ApplicationBuilder()
         .token(settings.telegram_bot_token)
+        # PTB's own pool sizes (256 for calls, 1 for getUpdates), watched for /status, health.
+        .request(WatchedRequest(telegram_answered, connection_pool_size=256))
+        .get_updates_request(WatchedRequest(telegram_answered, connection_pool_size=1))
         .base_url(f"{settings.telegram_api_url}/bot")
         .base_file_url(f"{settings.telegram_api_url}/file/bot")
         .context_types(context_types)
@@ -234,9 +249,6 @@ def build_application(
         .concurrent_updates(PerChatUpdateProcessor())
         .build()
     )
-    services = Services(settings=settings, storage=None, clock=clock,  # type: ignore[arg-type]
-                        started_at=clock.now(), schedule_jobs=schedule_jobs, pacer=pacer,
-                        budget=CommandBudget(budget or BudgetPolicy()))
     application.bot_data["services"] = services
 
     # Before every handler: group -2 charges the chat's command budget (and stops an update

@@ -5,7 +5,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from telegram.request import HTTPXRequest
 
 from bot.config import Settings
 from bot.storage.heartbeats import Beat
@@ -14,7 +18,7 @@ TELEGRAM_HEARTBEAT_INTERVAL = 60.0  # the bot asks Telegram getMe this often, if
 
 
 @dataclass(frozen=True, slots=True)
-class Freshness:
+class BeatAge:
     """One heartbeat: when it last beat (None: never) and how old it may be."""
 
     beat: Beat
@@ -31,8 +35,8 @@ class Freshness:
 
 @dataclass(frozen=True, slots=True)
 class Health:
-    arxiv: Freshness
-    telegram: Freshness
+    arxiv: BeatAge
+    telegram: BeatAge
     now: float
 
     @property
@@ -50,9 +54,9 @@ class Health:
             return "healthy: " + "; ".join(fresh)
         return "stale: " + "; ".join(stale) + ("; fine: " + "; ".join(fresh) if fresh else "")
 
-    def _describe(self, freshness: Freshness, what: str) -> str:
-        age = freshness.age(self.now)
-        limit = short_duration(freshness.limit)
+    def _describe(self, beat: BeatAge, what: str) -> str:
+        age = beat.age(self.now)
+        limit = short_duration(beat.limit)
         if age is None:
             return f"no successful {what} yet (limit {limit})"
         return f"last successful {what} {short_duration(age)} ago (limit {limit})"
@@ -69,9 +73,23 @@ def short_duration(seconds: float) -> str:
 
 def assess(beats: dict[Beat, float], settings: Settings, now: float) -> Health:
     return Health(
-        arxiv=Freshness(Beat.ARXIV_POLL, beats.get(Beat.ARXIV_POLL),
+        arxiv=BeatAge(Beat.ARXIV_POLL, beats.get(Beat.ARXIV_POLL),
                         settings.health_max_arxiv_age_seconds),
-        telegram=Freshness(Beat.TELEGRAM, beats.get(Beat.TELEGRAM),
+        telegram=BeatAge(Beat.TELEGRAM, beats.get(Beat.TELEGRAM),
                            settings.health_max_telegram_age_seconds),
         now=now,
     )
+
+
+class WatchedRequest(HTTPXRequest):
+    """PTB's HTTP transport, calling `on_success()` after every Bot API call answered 200."""
+
+    def __init__(self, on_success: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._on_success = on_success
+
+    async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        status, payload = await super().do_request(*args, **kwargs)
+        if status == 200:
+            self._on_success()
+        return status, payload

@@ -82,7 +82,9 @@ def test_health_without_a_database_fails_in_one_line(tmp_path: Path) -> None:
 async def test_the_running_bot_beats_and_status_shows_it(harness: Harness) -> None:
     status = await harness.ask(1, "/status")
     assert "❌ Last successful arXiv poll: never" in status.text
-    assert "❌ Last successful Telegram call: never" in status.text
+    # Telegram has answered every call so far (getMe, getUpdates): that counts, stored or not.
+    assert "✅ Last successful Telegram call: just now" in status.text
+    assert Beat.TELEGRAM not in await harness.services.storage.heartbeats.all()
     harness.serve_feed([make_paper(1)])
     context = harness.app.context_types.context(harness.app)
     await poll_job(context)
@@ -118,3 +120,16 @@ def test_health_on_a_database_not_yet_migrated_is_stale_not_a_traceback(tmp_path
     assert result.returncode == 1
     assert result.stdout.startswith("stale: no successful arXiv poll yet")
     assert "Traceback" not in result.stderr
+
+
+async def test_status_shows_telegram_stale_when_its_calls_stop_succeeding(
+        harness: Harness) -> None:
+    context = harness.app.context_types.context(harness.app)
+    await telegram_heartbeat_job(context)
+    stored = (await harness.services.storage.heartbeats.all())[Beat.TELEGRAM]
+    assert stored == harness.services.telegram_ok_at, "the job stores the last answer"
+    harness.services.telegram_ok_at = None  # as if nothing was answered since the last beat
+    harness.clock.advance(3600)
+    harness.tg.fail_next("getMe", 502)
+    await telegram_heartbeat_job(context)  # getMe fails: nothing new to store
+    assert (await harness.services.storage.heartbeats.all())[Beat.TELEGRAM] == stored

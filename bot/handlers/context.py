@@ -42,6 +42,7 @@ class Services:
     pacer: Pacer | None = None
     # Jobs running right now (polls, drains, digests), for a stop that must end in time.
     work: set[asyncio.Task[None]] = field(default_factory=set)
+    telegram_ok_at: float | None = None  # the last Bot API call Telegram answered (clock time)
     budget: CommandBudget = field(default_factory=CommandBudget)
     lookups: LookupQueue | None = None
     progress: ProgressPolicy | None = None  # None: the defaults; tests show progress at once

@@ -11,6 +11,7 @@ from bot.handlers.context import BotContext
 from bot.health import assess
 from bot.i18n import t, tn
 from bot.models import Freshness
+from bot.storage.heartbeats import Beat
 from bot.storage.sources import Source
 
 AI_CATEGORIES = ("cs.AI", "cs.LG", "cs.CL", "cs.CV", "cs.NE", "stat.ML")
@@ -164,15 +165,19 @@ async def status(update: Update, context: BotContext) -> None:
         if source.state.listing_error:
             lines.append(t(lang, "    listing: {error}",
                            error=quote(source.state.listing_error[:300])))
-    health = assess(await store.heartbeats.all(), context.settings, now)
-    for freshness, label in ((health.arxiv, t(lang, "Last successful arXiv poll")),
+    beats = await store.heartbeats.all()
+    answered = context.services.telegram_ok_at  # newer than the stored beat, once a minute
+    if answered is not None:
+        beats[Beat.TELEGRAM] = max(answered, beats.get(Beat.TELEGRAM, answered))
+    health = assess(beats, context.settings, now)
+    for beat_age, label in ((health.arxiv, t(lang, "Last successful arXiv poll")),
                              (health.telegram, t(lang, "Last successful Telegram call"))):
-        seen = freshness.age(now)
+        seen = beat_age.age(now)
         lines.append(t(
             lang, "{mark} {label}: {age} (limit {limit})",
-            mark="❌" if freshness.stale(now) else "✅", label=label,
+            mark="❌" if beat_age.stale(now) else "✅", label=label,
             age=t(lang, "never") if seen is None else age(lang, seen),
-            limit=duration(lang, freshness.limit),
+            limit=duration(lang, beat_age.limit),
         ))
     outbox = await store.outbox.counts()
     chats = await store.chats.counts()
