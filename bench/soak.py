@@ -980,10 +980,12 @@ def report(soak: Soak, args: argparse.Namespace, checked: dict[str, Any],
            outbox: dict[str, int], papers: int, sizes: tuple[int, int, int],
            setup_seconds: float, wall: float, counting: CountingHandler) -> int:
     counts, kinds = Counter(checked["counts"]), Counter(checked["kinds"])
-    weekdays = sum(1 for d in range(args.days) if (START + timedelta(days=d)).weekday() < 5)
+    weekdays = sum(1 for d in range(args.days) if (START + timedelta(days=d)).weekday() < 5
+                   and (START + timedelta(days=d)).date() != HOLIDAY)
     plans = soak.plans
     fetches = ", ".join(f"{k} {v}" for k, v in sorted(soak.polls.items()))
-    print(f"soak: {args.days} simulated days ({weekdays} weekdays) + 1 settling day, "
+    print(f"soak: {args.days} simulated days ({weekdays} announcement days) + 1 settling day "
+          "(no new feed: it ends stale, as it should), "
           f"{args.chats:,} chats, {checked['subscriptions']:,} subscriptions, seed {args.seed}")
     print(f"arXiv: {counts['new versions']:,} new + {counts['revised versions']:,} revised "
           f"versions announced; feed fetches: {fetches} ({len(soak.feed_paths)} feed URL)")
