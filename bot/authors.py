@@ -24,11 +24,20 @@ NAME_SUFFIXES = frozenset({"jr", "sr", "ii", "iii", "iv"})
 _SPACES = re.compile(r"\s+")
 # Between names: a comma or semicolon (with an optional "and" after it), "and", or "&".
 _AUTHOR_SPLIT = re.compile(r"\s*[,;]\s*(?:and\s+)?|\s+and\s+|\s+&\s+")
-_HAS_LETTER = re.compile(r"[^\W\d_]")
 _COLLABORATION = re.compile(r"\b(?:collaboration|consortium|team|group)\b", re.IGNORECASE)
 _FOR_THE = re.compile(r"^(?:on behalf of|for)\s+(?:the\s+)?", re.IGNORECASE)
-_ET_AL = re.compile(r"\s+et\.?\s+al\.?$", re.IGNORECASE)
+_LEADING_AND = re.compile(r"^(?:and(?:\s+|$))+")  # "A and and B", "A, and and B"
+_ET_AL = re.compile(r"(?:^|\s+)(?:et\.?\s+al\.?\s*)+$", re.IGNORECASE)
 _latex = LatexNodes2Text(math_mode="verbatim", strict_latex_spaces=True)
+
+
+def _tidy(piece: str) -> str:
+    """One piece between separators: spaces collapsed, a doubled `and` and `et al.` gone."""
+    return _ET_AL.sub("", _LEADING_AND.sub("", clean_space(piece)))
+
+
+def _has_letter(text: str) -> bool:
+    return any(ch.isalpha() for ch in text)
 
 
 def is_suffix(word: str) -> bool:
@@ -79,13 +88,15 @@ def _outside_parentheses(text: str) -> tuple[str, list[str]]:
     return "".join(kept), groups
 
 
-def _collaboration(group: str) -> str | None:
+def _collaborations(group: str) -> list[str]:
     """`(for the ATLAS Collaboration)` names an author of its own; an affiliation does not."""
     inner, nested = _outside_parentheses(group)
     if nested or any(ch.isdigit() for ch in inner) or not _COLLABORATION.search(inner):
-        return None
-    name = _FOR_THE.sub("", clean_space(inner))
-    return name if "," not in name and len(name.split()) <= 6 else None
+        return []
+    pieces = (_FOR_THE.sub("", _tidy(piece)) for piece in _AUTHOR_SPLIT.split(inner))
+    return [piece for piece in pieces
+            if _COLLABORATION.search(piece) and len(piece.split()) <= 6
+            and piece[0].isalnum()]
 
 
 def split_authors(creator: str) -> tuple[str, ...]:
@@ -99,14 +110,14 @@ def split_authors(creator: str) -> tuple[str, ...]:
     outside, groups = _outside_parentheses(creator)
     names: list[str] = []
     for part in _AUTHOR_SPLIT.split(outside):
-        name = _ET_AL.sub("", clean_space(part))
-        if not _HAS_LETTER.search(name):
+        name = _tidy(part)
+        if not _has_letter(name):
             continue  # a footnote marker or an empty piece between separators
         if names and is_suffix(name):
             names[-1] = f"{names[-1]}, {name}"
-        else:
-            names.append(detex_name(name))
-    names += [name for name in map(_collaboration, groups) if name and name not in names]
+        elif _has_letter(readable := detex_name(name)):  # `0\A` has no letter once read
+            names.append(readable)
+    names += [name for group in groups for name in _collaborations(group) if name not in names]
     return tuple(names)
 
 
@@ -114,7 +125,7 @@ def clean_author(name: str) -> str:
     """One author's name (from the API's `<name>`) without affiliations, TeX or extra spaces."""
     outside, _groups = _outside_parentheses(name)
     cleaned = clean_space(outside)
-    return detex_name(cleaned) if _HAS_LETTER.search(cleaned) else clean_space(name)
+    return detex_name(cleaned) if _has_letter(cleaned) else clean_space(name)
 
 
 def reclean(names: list[str] | tuple[str, ...]) -> tuple[str, ...]:
