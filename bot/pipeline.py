@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import aiosqlite
@@ -39,6 +39,7 @@ from bot.models import (
     PaperChange,
     SourceOutcome,
 )
+from bot.query.matcher import survivors_frozen
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
 
@@ -127,13 +128,14 @@ class Pipeline:
             for url in plan.urls:
                 report.sources.append(await self._poll_source(url, report, dry_run))
             if not dry_run:
+                # Half a million alerts after a big poll: sifted off the event loop.
+                revisions = await asyncio.to_thread(_revised_versions, report.alerts)
                 try:
-                    await self._fetch_revision_details(report)
+                    await self._fetch_revision_details(revisions)
                 finally:
                     # Stored or failed for good: either way the revisions may go now.
                     await self._store.outbox.release_revisions(
-                        {a.arxiv_id for a in report.alerts if a.kind == AlertKind.REVISION},
-                        self._clock.now())
+                        {arxiv_id for arxiv_id, _ in revisions}, self._clock.now())
             report.seconds = time.monotonic() - started
             for source in report.sources:
                 log.info(
@@ -222,19 +224,23 @@ class Pipeline:
         changes: list[PaperChange] = []
         alerts: list[Alert] = []
         try:
-            async with store.db.transaction() as conn:
-                changes = await store.papers.upsert_in(conn, papers, now)
-                if dry_run:
-                    changes = _seen_earlier_in_poll(changes, report)
-                alerts = await self._alerts_for(conn, changes)
-                # Revision alerts wait for their details (comments, journal refs) from the
-                # API, looked up at the end of the poll; at most one poll interval, should
-                # the look-up never finish.
-                await store.outbox.enqueue_in(
-                    conn, alerts, now,
-                    revisions_due_at=now + self._settings.poll_interval_seconds)
-                if dry_run:
-                    raise _DryRunRollback
+            # Matching a big batch allocates an object per alert and frees none: with the
+            # collector running, each full collection would stop every thread for a second.
+            # The alerts outlive the batch (in the report), so they are frozen after it.
+            with survivors_frozen(self._subscriptions.large):
+                async with store.db.transaction() as conn:
+                    changes = await store.papers.upsert_in(conn, papers, now)
+                    if dry_run:
+                        changes = _seen_earlier_in_poll(changes, report)
+                    alerts = await self._alerts_for(conn, changes)
+                    # Revision alerts wait for their details (comments, journal refs) from the
+                    # API, looked up at the end of the poll; at most one poll interval, should
+                    # the look-up never finish.
+                    await store.outbox.enqueue_in(
+                        conn, alerts, now,
+                        revisions_due_at=now + self._settings.poll_interval_seconds)
+                    if dry_run:
+                        raise _DryRunRollback
         except _DryRunRollback:
             pass
         report.changes.extend(changes)
@@ -271,15 +277,12 @@ class Pipeline:
         await self._store.sources.record_state(url, state)
         return _Settled(state.freshness, counts)
 
-    async def _fetch_revision_details(self, report: PollReport) -> None:
+    async def _fetch_revision_details(self, revisions: Iterable[tuple[str, int]]) -> None:
         """Fetch from the API what the feeds lack (comments, journal refs) for the revisions
         about to be announced, and for the versions they replace, so an alert can say
         "Comment added: Accepted at …". Best effort: a failure only makes the diff poorer.
         """
         wanted: dict[str, None] = {}
-        # One revision is one alert per chat that gets it: look each version up once.
-        revisions = dict.fromkeys((a.arxiv_id, a.version) for a in report.alerts
-                                  if a.kind == AlertKind.REVISION)
         for arxiv_id, version in revisions:
             wanted[f"{arxiv_id}v{version}"] = None
             previous = await self._store.papers.previous_version(arxiv_id, version)
@@ -309,24 +312,28 @@ class Pipeline:
         blocked = await self._store.chats.inactive_ids_in(conn)
         kinds = {c.paper.arxiv_id: AlertKind.REVISION if c.status == "revised" else AlertKind.NEW
                  for c in fresh}
-        matches = self._subscriptions.matcher.match([c.paper for c in fresh])
-        by_key: dict[tuple[int, str], Alert] = {}
-        for chat_id, chat_matches in matches.items():
-            if chat_id in blocked:
-                continue
-            for match in chat_matches:
-                paper = match.paper
-                queries = tuple(
-                    q for q in (self._subscriptions.query_text(s) for s in match.subscription_ids)
-                    if q is not None
-                )
-                by_key[(chat_id, paper.arxiv_id)] = Alert(
-                    chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
-                    match.subscription_ids, queries,
-                )
         revised = {c.paper.arxiv_id: c.paper for c in fresh if c.status == "revised"}
-        if revised:
-            savers = await self._store.saved.chats_saving_in(conn, revised)
+        savers = await self._store.saved.chats_saving_in(conn, revised) if revised else {}
+        subscriptions = self._subscriptions
+
+        def match() -> list[Alert]:
+            # Seconds of CPU for a big batch: run in a worker thread (`in_worker`), so that
+            # chats' commands are answered meanwhile.
+            matches = subscriptions.matcher.match([c.paper for c in fresh])
+            by_key: dict[tuple[int, str], Alert] = {}
+            for chat_id, chat_matches in matches.items():
+                if chat_id in blocked:
+                    continue
+                for match in chat_matches:
+                    paper = match.paper
+                    queries = tuple(
+                        q for q in (subscriptions.query_text(s) for s in match.subscription_ids)
+                        if q is not None
+                    )
+                    by_key[(chat_id, paper.arxiv_id)] = Alert(
+                        chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
+                        match.subscription_ids, queries,
+                    )
             for arxiv_id, chat_ids in savers.items():
                 paper = revised[arxiv_id]
                 for chat_id in chat_ids:
@@ -339,7 +346,15 @@ class Pipeline:
                         existing.matched_queries if existing else (),
                         saved_revision=True,
                     )
-        return list(by_key.values())
+            return list(by_key.values())
+
+        return await subscriptions.in_worker(match)
+
+
+def _revised_versions(alerts: Iterable[Alert]) -> dict[tuple[str, int], None]:
+    """The revised versions some chat will hear of, each once (it is one alert per chat)."""
+    return dict.fromkeys((a.arxiv_id, a.version) for a in alerts
+                         if a.kind == AlertKind.REVISION)
 
 
 def _counts(changes: Sequence[PaperChange], alerts: Sequence[Alert]) -> dict[str, int]:

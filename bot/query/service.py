@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from bot.clock import Clock
 from bot.models import Paper, Subscription
-from bot.query.matcher import Matcher
+from bot.query.matcher import Matcher, freeze_long_lived
 from bot.query.parser import (
     And,
     Archive,
@@ -25,8 +25,12 @@ from bot.query.parser import (
 from bot.storage import Storage
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PREVIEW_DAYS = 7
+# Subscriptions from which the index's millions of objects make a full collection a pause of
+# its own (about a second at 100,000): then the garbage collector is kept off them.
+LARGE_INDEX = 10_000
 # Above a week of `cs` (five announcements of about 2,000 items): the newest are counted.
 PREVIEW_MAX_PAPERS = 20_000
 
@@ -63,14 +67,48 @@ class SubscriptionService:
         self._clock = clock
         self.matcher = Matcher()
         self._live: dict[int, _Live] = {}  # by subscription id, exactly what the matcher holds
+        # While a worker thread matches, the index must not change under it: changes wait.
+        self._in_worker = 0
+        self._deferred: list[Callable[[], None]] = []
 
     def _track(self, sub: Subscription, node: Node) -> None:
-        self.matcher.add(sub.id, sub.chat_id, node)
-        self._live[sub.id] = _Live(sub.chat_id, sub.display, node)
+        def track() -> None:
+            self.matcher.add(sub.id, sub.chat_id, node)
+            self._live[sub.id] = _Live(sub.chat_id, sub.display, node)
+
+        self._change(track)
 
     def _untrack(self, sub_id: int) -> None:
-        self.matcher.remove(sub_id)
-        self._live.pop(sub_id, None)
+        def untrack() -> None:
+            self.matcher.remove(sub_id)
+            self._live.pop(sub_id, None)
+
+        self._change(untrack)
+
+    def _change(self, change: Callable[[], None]) -> None:
+        if self._in_worker:
+            self._deferred.append(change)
+        else:
+            change()
+
+    async def in_worker(self, work: Callable[[], T]) -> T:
+        """Run `work` (matching a batch with `matcher` and `query_text`) in a worker thread.
+
+        Matching a big batch takes seconds of CPU; on the event loop it would keep every
+        chat's command waiting. Subscriptions changed meanwhile reach the matcher when the
+        work is done (even if the caller was cancelled: the thread runs to its end).
+        """
+        self._in_worker += 1
+        future = asyncio.get_running_loop().run_in_executor(None, work)
+        future.add_done_callback(self._worker_done)
+        return await asyncio.shield(future)
+
+    def _worker_done(self, _: object) -> None:
+        self._in_worker -= 1
+        if not self._in_worker:
+            deferred, self._deferred = self._deferred, []
+            for change in deferred:
+                change()
 
     async def load(self) -> int:
         """Compile every stored subscription into the matcher (at start-up)."""
@@ -85,7 +123,18 @@ class SubscriptionService:
         self.matcher = Matcher.build((sub_id, live.chat_id, live.node)
                                      for sub_id, live in self._live.items())
         log.info("matcher compiled with %d subscriptions", len(self._live))
+        self.refreeze()
         return len(self._live)
+
+    def refreeze(self) -> None:
+        """Daily upkeep of a large index: see `freeze_long_lived`."""
+        if self.large:
+            freeze_long_lived()
+
+    @property
+    def large(self) -> bool:
+        """Whether the index is big enough for the collector's passes over it to be felt."""
+        return len(self._live) >= LARGE_INDEX
 
     async def follow(self, chat_id: int, raw_query: str) -> FollowResult:
         """Parse and add a query for a chat; duplicates and the 50-per-chat limit are refused.

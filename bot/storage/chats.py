@@ -9,6 +9,8 @@ import aiosqlite
 
 from bot.storage.db import Database
 
+LAST_SEEN_RESOLUTION = 600.0  # seconds: `last_seen_at` is refreshed at most this often
+
 
 @dataclass(frozen=True, slots=True)
 class Chat:
@@ -63,7 +65,16 @@ class ChatRepository:
         """Insert or refresh a chat that wrote to the bot; re-activates it if it was inactive.
 
         Returns the chat and whether it was re-activated (so held alerts can be released).
+        Most updates change nothing: then nothing is written, and the chat's commands never
+        wait behind another transaction (a big ingest) just to be recorded.
         """
+        row = await self._db.fetchone("SELECT * FROM chats WHERE id = ?", (chat_id,))
+        if row is not None:
+            known = _chat(row)
+            if (known.active and known.type == chat_type and known.title == title
+                    and (known.language_chosen or known.language == language)
+                    and 0 <= now - row["last_seen_at"] < LAST_SEEN_RESOLUTION):
+                return known, False
         async with self._db.transaction() as conn:
             cursor = await conn.execute("SELECT inactive_since FROM chats WHERE id = ?", (chat_id,))
             existing = await cursor.fetchone()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -44,6 +45,15 @@ def _row(row: sqlite3.Row) -> OutboxRow:
     )
 
 
+def _outbox_rows(alerts: Sequence[Alert], now: float, revisions_due: float) -> list[tuple]:
+    return [
+        (a.chat_id, a.arxiv_id, a.version, a.kind, json.dumps(list(a.subscription_ids)),
+         json.dumps(list(a.matched_queries)), int(a.saved_revision), now,
+         revisions_due if a.kind == AlertKind.REVISION else now, a.chat_id)
+        for a in alerts
+    ]
+
+
 class OutboxRepository:
     """Reads and writes the `outbox` table."""
 
@@ -62,6 +72,8 @@ class OutboxRepository:
         `revisions_due_at` when given: they wait for their details (`release_revisions`).
         """
         revisions_due = now if revisions_due_at is None else revisions_due_at
+        # Hundreds of thousands of rows after a big poll: encoded off the event loop.
+        rows = await asyncio.to_thread(_outbox_rows, alerts, now, revisions_due)
         before = conn.total_changes
         await conn.executemany(
             """
@@ -72,12 +84,7 @@ class OutboxRepository:
             FROM chats c WHERE c.id = ?
             ON CONFLICT (chat_id, arxiv_id, version) DO NOTHING
             """,
-            [
-                (a.chat_id, a.arxiv_id, a.version, a.kind, json.dumps(list(a.subscription_ids)),
-                 json.dumps(list(a.matched_queries)), int(a.saved_revision), now,
-                 revisions_due if a.kind == AlertKind.REVISION else now, a.chat_id)
-                for a in alerts
-            ],
+            rows,
         )
         return conn.total_changes - before
 

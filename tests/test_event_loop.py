@@ -1,0 +1,104 @@
+"""A big poll does not stop the bot from answering: matching runs in a worker thread, outside
+the event loop, and commands that only read never wait behind the ingest transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.clock import ManualClock
+from bot.models import Match, Paper
+from bot.query.matcher import Matcher, survivors_frozen
+from bot.query.service import SubscriptionService
+from bot.storage import Storage
+from tests.conftest import Harness, make_paper
+
+CHAT = 7301
+
+
+class GatedMatcher:
+    """The real matcher, except that `match` waits until the test opens the gate."""
+
+    def __init__(self, real: Matcher) -> None:
+        self.real = real
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def match(self, papers: Sequence[Paper]) -> dict[int, list[Match]]:
+        self.entered.set()
+        assert self.gate.wait(30), "the test never opened the gate"
+        return self.real.match(papers)
+
+
+async def test_a_chat_is_answered_while_a_poll_is_matching(harness: Harness) -> None:
+    await harness.ask(CHAT, "/follow cs.LG")
+    subscriptions = harness.services.subscriptions
+    gated = GatedMatcher(subscriptions.matcher)
+    subscriptions.matcher = gated  # type: ignore[assignment]
+    harness.serve_feed([make_paper(1), make_paper(2)])
+
+    poll = asyncio.create_task(harness.services.pipeline.poll())
+    try:
+        await asyncio.to_thread(gated.entered.wait, 30)
+        # The poll is inside its ingest transaction, matching. Had it matched on the event
+        # loop, nothing could answer until it finished, and it never would: the gate is shut.
+        listing = await harness.ask(CHAT, "/list")
+        assert "cat:cs.LG" in listing.text
+        assert not poll.done()
+    finally:
+        gated.gate.set()
+    report = await poll
+    assert sorted(a.arxiv_id for a in report.alerts) == ["2611.10001", "2611.10002"]
+    await harness.drain()
+    assert len(harness.tg.messages(CHAT)) == 4  # follow, list, two alerts
+
+
+async def test_a_follow_made_while_the_worker_matches_reaches_the_matcher_after_it(
+        tmp_path: Path) -> None:
+    storage = await Storage.open(tmp_path / "bot.sqlite3")
+    try:
+        clock = ManualClock(time.time())
+        await storage.chats.record(CHAT, "private", "Ada", "en", clock.now())
+        subscriptions = SubscriptionService(storage, clock)
+        await subscriptions.load()
+        await subscriptions.follow(CHAT, "cs.LG")
+        started, gate = threading.Event(), threading.Event()
+        paper = make_paper(1)
+
+        def work() -> set[int]:
+            started.set()
+            gate.wait(30)
+            return subscriptions.matcher.matching(paper)
+
+        matching = asyncio.create_task(subscriptions.in_worker(work))
+        await asyncio.to_thread(started.wait, 30)
+        result = await subscriptions.follow(CHAT, "au:Yoneki")
+        assert result.status == "added", "stored at once"
+        assert len(subscriptions.matcher) == 1, "the index does not change under the worker"
+        gate.set()
+        assert len(await matching) == 1
+        assert len(subscriptions.matcher) == 2
+        assert len(subscriptions.matcher.matching(paper)) == 2
+        assert result.subscription is not None
+        assert (subscriptions.query_text(result.subscription.id) or "").lower() == "au:yoneki"
+    finally:
+        await storage.close()
+
+
+def test_what_outlives_a_big_batch_is_frozen_and_the_collector_runs_again() -> None:
+    assert gc.isenabled()
+    before = gc.get_freeze_count()
+    try:
+        with survivors_frozen():
+            assert not gc.isenabled(), "no collection pauses the batch"
+            kept = [[number] for number in range(1_000)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= before + len(kept)
+        with survivors_frozen(enabled=False):
+            assert gc.isenabled(), "a small batch leaves the collector alone"
+    finally:
+        gc.unfreeze()
