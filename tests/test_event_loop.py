@@ -47,11 +47,11 @@ async def test_a_chat_is_answered_while_a_poll_is_matching(harness: Harness) -> 
         # The poll is inside its ingest transaction, matching. Had it matched on the event
         # loop, nothing could answer until it finished, and it never would: the gate is shut.
         listing = await harness.ask(CHAT, "/list")
-        assert "cat:cs.LG" in listing.text
+        assert "1. cs.LG" in listing.text
         assert not poll.done()
     finally:
         gated.gate.set()
-    report = await poll
+        report = await poll
     assert sorted(a.arxiv_id for a in report.alerts) == ["2611.10001", "2611.10002"]
     await harness.drain()
     assert len(harness.tg.messages(CHAT)) == 4  # follow, list, two alerts
