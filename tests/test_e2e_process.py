@@ -27,9 +27,12 @@ def test_python_m_bot_answers_start_and_never_logs_the_token(
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("TELEGRAM_", "ARXIV_", "DATABASE_", "LOG_"))}
     env["PYTHONPATH"] = str(ROOT)
+    # The log goes to a file, not a pipe: a DEBUG log outgrows a pipe's buffer before anyone
+    # reads it, and the bot would then block on its next log line.
+    log_file = (tmp_path / "stderr.log").open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "bot"], cwd=tmp_path, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL, stderr=log_file, text=True,
     )
     try:
         fake_telegram.wait_for_sync(lambda: fake_telegram.waiting_polls > 0, timeout=30,
@@ -43,10 +46,12 @@ def test_python_m_bot_answers_start_and_never_logs_the_token(
     finally:
         process.send_signal(signal.SIGINT)
         try:
-            _, stderr = process.communicate(timeout=30)
+            process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
-            _, stderr = process.communicate()
+            process.wait()
+        log_file.close()
+    stderr = (tmp_path / "stderr.log").read_text()
     assert "/follow cs.LG" in fake_telegram.messages(4242)[0].text
     assert (tmp_path / "data" / "bot.sqlite3").exists(), "the database is created on start"
     secret = fake_telegram.token.split(":")[1]
