@@ -1,12 +1,14 @@
 """Benchmark: 1,000 alerts to 1,000 chats, delivered against a fake Telegram that enforces limits.
 
-Run with `.venv/bin/python bench/deliver.py [--alerts N] [--groups N] [--gc-freeze]`. Chats and
-outbox rows are seeded into a fresh database through `bot.storage`; the bot is built exactly as
-production builds it (`bot.app.build_application`: PTB's `AIORateLimiter`, default connection
-pool) and the real `Sender` drains the outbox with its default `Pacer`. The fake Telegram runs in
-its own process (as Telegram runs on its own machine) on loopback and answers 429 when more than
-30 messages arrive in any rolling second, or a private chat exceeds a burst of 3 then 1 per
-second, or a group exceeds 20 per minute.
+Run with `.venv/bin/python bench/deliver.py [--rtt 0,0.1,0.3] [--alerts N] [--groups N]
+[--window K] [--gc-freeze]`. For each simulated round trip, chats and outbox rows are seeded into
+a fresh database through `bot.storage`; the bot is built exactly as production builds it
+(`bot.app.build_application`: the `Pacer` as PTB's rate limiter, default connection pool) and
+the real `Sender` drains the outbox with its default window and `Pacer`. The fake Telegram runs
+in its own process (as Telegram runs on its own machine) on loopback, answers every sendMessage
+a round trip after it was sent (counted half-way), and answers 429 when more than 30 messages
+arrive in any rolling second, or a private chat exceeds a burst of 3 then 1 per second, or a
+group exceeds 20 per minute.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import gc
 import logging
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -54,16 +57,18 @@ async def seed(storage: Storage, alerts: int, groups: int, now: float) -> None:
         raise SystemExit(f"seeding queued {added} alerts, expected {alerts}")
 
 
-def serve_fake_telegram(conn: Connection) -> None:
+def serve_fake_telegram(conn: Connection, rtt: float) -> None:
     """The fake Telegram in its own process (as Telegram is on its own machine): no shared GIL."""
     with FakeTelegram(DEFAULT_TOKEN, enforce_limits=True) as tg:
+        tg.set_round_trip("sendMessage", rtt)
         conn.send((tg.token, tg.api_url))
         conn.recv()  # the drain is over
         arrivals = [call.at for call in tg.calls_of("sendMessage", ok_only=True)]
         conn.send((tg.rate_limited_count, arrivals))
 
 
-async def run(alerts: int, groups: int, conn: Connection, freeze: bool) -> None:
+async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
+              window: int | None) -> dict[str, float]:
     token, api_url = conn.recv()
     clock = SystemClock()
     with tempfile.TemporaryDirectory() as folder:
@@ -86,7 +91,7 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool) -> None:
                     gc.collect()
                     gc.freeze()
                 # The same construction as bot.app's post_init (no pacer given: the default).
-                sender = Sender(bot, storage, clock)
+                sender = Sender(bot, storage, clock, window=window)
                 started = time.perf_counter()
                 report = await sender.drain()
                 seconds = time.perf_counter() - started
@@ -99,16 +104,16 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool) -> None:
     rate_limited, arrivals = conn.recv()
     arrivals.sort()
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
-    print(f"alerts: {alerts} to {alerts} chats ({groups} groups)"
-          f"{', gc frozen after start-up' if freeze else ''}")
-    print(f"delivered: {report.sent} (outbox: {counts})")
-    print(f"time to drain: {seconds:.2f} s")
-    print(f"achieved: {report.sent / seconds:.2f} messages/s "
+    print(f"  delivered: {report.sent} (outbox: {counts}), window {sender.window}")
+    print(f"  time to drain: {seconds:.2f} s; achieved {report.sent / seconds:.2f} messages/s "
           f"(first to last arrival: {(len(arrivals) - 1) / span if span else 0:.2f}/s)")
-    print(f"busiest rolling second at the server: {max_in_window(arrivals, 1.0)} messages")
-    print(f"self-caused 429s: {rate_limited}")
-    print(f"sender retry_after waits: {report.retry_after_waits}, retried later: "
+    busiest = max_in_window(arrivals, 1.0)
+    print(f"  busiest rolling second at the server: {busiest} messages; "
+          f"self-caused 429s: {rate_limited}")
+    print(f"  sender retry_after waits: {report.retry_after_waits}, retried later: "
           f"{report.retried}, failed: {report.failed}")
+    return {"rate": report.sent / seconds, "busiest": busiest, "429s": rate_limited,
+            "sent": report.sent}
 
 
 def max_in_window(times: list[float], window: float) -> int:
@@ -123,23 +128,40 @@ def max_in_window(times: list[float], window: float) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rtt", default="0",
+                        help="simulated round trips in seconds, comma separated (e.g. 0,0.1,0.3)")
     parser.add_argument("--alerts", type=int, default=1000)
     parser.add_argument("--groups", type=int, default=0,
                         help="how many of the chats are groups (default: all private)")
+    parser.add_argument("--window", type=int, default=None,
+                        help="the send window (default: the bot's default, SEND_WINDOW unset)")
     parser.add_argument("--gc-freeze", action="store_true",
                         help="gc.freeze() after start-up (not what production does today)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    ours, theirs = multiprocessing.Pipe()
-    server = multiprocessing.get_context("spawn").Process(
-        target=serve_fake_telegram, args=(theirs,), daemon=True)
-    server.start()
-    try:
-        asyncio.run(run(args.alerts, args.groups, ours, args.gc_freeze))
-    finally:
-        server.join(timeout=10)
-        if server.is_alive():
-            server.terminate()
+    round_trips = [float(part) for part in args.rtt.split(",")]
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    results = []
+    for rtt in round_trips:
+        print(f"round trip {rtt * 1000:.0f} ms: {args.alerts} alerts to {args.alerts} chats "
+              f"({args.groups} groups){', gc frozen after start-up' if args.gc_freeze else ''}")
+        ours, theirs = multiprocessing.Pipe()
+        server = multiprocessing.get_context("spawn").Process(
+            target=serve_fake_telegram, args=(theirs, rtt), daemon=True)
+        server.start()
+        try:
+            results.append(asyncio.run(
+                run(args.alerts, args.groups, ours, args.gc_freeze, args.window)))
+        finally:
+            server.join(timeout=10)
+            if server.is_alive():
+                server.terminate()
+    base = results[0]["rate"]
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("round trip | messages/s | ratio to the first | busiest second | self-caused 429s")
+    for rtt, result in zip(round_trips, results, strict=True):
+        print(f"{rtt * 1000:7.0f} ms | {result['rate']:10.2f} | {result['rate'] / base:18.2f} | "
+              f"{result['busiest']:14d} | {result['429s']:d}")
 
 
 if __name__ == "__main__":

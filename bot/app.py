@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable
 from telegram import BotCommand, Update
 from telegram.error import TelegramError
 from telegram.ext import (
-    AIORateLimiter,
     Application,
     ApplicationBuilder,
     CallbackQueryHandler,
@@ -27,7 +26,7 @@ from bot.arxiv.lookups import LookupQueue
 from bot.budget import BudgetPolicy, CommandBudget
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
-from bot.delivery.pacing import Pacer
+from bot.delivery.pacing import PacedRateLimiter, Pacer
 from bot.delivery.schedule import digest_due
 from bot.delivery.sender import Sender
 from bot.handlers import basic, buttons, library, overview, subscriptions
@@ -89,6 +88,7 @@ async def _post_init(application: Application) -> None:
     )
     services.lookups = LookupQueue(services.arxiv)
     services.sender = Sender(application.bot, services.storage, services.clock, services.pacer,
+                             window=settings.send_window,
                              on_migrated=services.subscriptions.chat_migrated)
     services.pipeline = Pipeline(settings, services.storage, services.arxiv,
                                  services.subscriptions, services.clock)
@@ -196,6 +196,9 @@ async def prune_job(context: BotContext) -> None:
 async def prune(storage: Storage, now: float) -> tuple[int, int]:
     """Delivered alerts after 30 days, papers nobody saved or awaits after 90 days; then the
     planner statistics, and a VACUUM when pruning left a significant share of the file free."""
+    expired = await storage.outbox.expire_held(now)
+    if expired:
+        log.info("%d alerts held for chats that blocked the bot expired", expired)
     alerts = await storage.outbox.prune(now - OUTBOX_RETENTION_DAYS * 86400)
     papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * 86400)
     if alerts or papers:
@@ -234,6 +237,7 @@ def build_application(
     another command `budget`.
     """
     clock = clock or SystemClock()
+    pacer = pacer or Pacer()
     context_types = ContextTypes(context=BotContext)
     services = Services(settings=settings, storage=None, clock=clock,  # type: ignore[arg-type]
                         started_at=clock.now(), schedule_jobs=schedule_jobs, pacer=pacer,
@@ -251,7 +255,8 @@ def build_application(
         .base_url(f"{settings.telegram_api_url}/bot")
         .base_file_url(f"{settings.telegram_api_url}/file/bot")
         .context_types(context_types)
-        .rate_limiter(AIORateLimiter(overall_max_rate=30, group_max_rate=20, max_retries=0))
+        # One rate limiter for every message the bot sends: the Pacer (README, "Sending").
+        .rate_limiter(PacedRateLimiter(pacer))
         .post_init(_post_init)
         .post_shutdown(_post_shutdown)
         .concurrent_updates(PerChatUpdateProcessor())

@@ -55,6 +55,7 @@ class Settings:
     # `health` reports stale beyond these ages (see bot/health.py).
     health_max_arxiv_age_seconds: int = 3600
     health_max_telegram_age_seconds: int = 600
+    send_window: int | None = None  # None: derived from the pace and a p99 round trip
 
     def is_operator(self, user_id: int | None, chat_id: int) -> bool:
         """Whether this user may use operator commands (/status) in this chat.
@@ -239,6 +240,8 @@ def load_settings(
             for name, field_name in _CALENDAR_SECONDS.items()
         },
         **_health(get, poll_interval),
+        send_window=None if (window := get("SEND_WINDOW")) is None
+        else _int("SEND_WINDOW", window, 1, 1000),
     )
 
 

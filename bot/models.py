@@ -176,9 +176,11 @@ class OutboxStatus(StrEnum):
     """Where an outbox row is on its way to the chat."""
 
     PENDING = "pending"  # waiting to be sent (possibly not before its due time)
+    SENDING = "sending"  # claimed: its request is about to go or went; no answer recorded yet
     SENT = "sent"  # Telegram accepted it
     FAILED = "failed"  # given up on, with the error
-    HELD = "held"  # the chat blocked the bot: kept until it writes again
+    HELD = "held"  # the chat blocked the bot: kept until it writes again, or until it expires
+    EXPIRED = "expired"  # held for longer than the bot keeps alerts for a chat that left
 
 
 @dataclass(frozen=True, slots=True)

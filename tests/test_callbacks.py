@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from bot.delivery.callbacks import (
     MAX_BYTES,
+    DigestMore,
     Noop,
     RemoveSaved,
     SavedPage,
@@ -35,6 +36,8 @@ OLD_ID_V12 = ArxivId("math.AG/0601001", 12)
         (SavedPage(3), "v1:p:3"),
         (RemoveSaved(ArxivId("hep-th/9901001"), page=2), "v1:r:hep-th/9901001:2"),
         (Noop(), "v1:n"),
+        (DigestMore(40), "v1:m:40"),
+        (DigestMore(140, message_id=512), "v1:m:140:512"),
     ],
 )
 def test_wire_format(action: object, data: str) -> None:
@@ -115,6 +118,11 @@ def test_invalid_actions_cannot_be_built(build: object) -> None:
         "v1:r:2611.11450v2:1",
         "v1:r:2611.11450",
         "v1:n:1",
+        "v1:m",
+        "v1:m:",
+        "v1:m:-1",
+        "v1:m:30:0",
+        "v1:m:30:512:1",
         "v1:s:2611.11450\n",
         "v1:p:1" + "0" * 70,
         "v1:s:" + "a" * 80 + "/0601001",
@@ -147,6 +155,7 @@ actions = st.one_of(
     st.builds(Unfollow, st.integers(1, 2**63 - 1)),
     st.builds(SavedPage, st.integers(1, 100_000)),
     st.builds(RemoveSaved, base_only_ids, st.integers(1, 100_000)),
+    st.builds(DigestMore, st.integers(0, 2**63 - 1), st.none() | st.integers(1, 2**63 - 1)),
     st.just(Noop()),
 )
 

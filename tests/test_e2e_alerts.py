@@ -90,7 +90,7 @@ async def test_a_days_feed_reaches_exactly_the_chats_that_follow_it_once(
     assert ids_in(alerts(harness, YONEKI_FAN)) == ["2611.10001v1", "2611.10004v1"]
     assert ids_in(alerts(harness, GNN_FAN)) == ["2611.10002v1", "2611.10004v1"]
     counts = await harness.services.storage.outbox.counts()
-    assert counts == {"pending": 0, "sent": 6, "failed": 0, "held": 0}
+    assert counts == {"pending": 0, "sent": 6, "failed": 0, "held": 0, "sending": 0, "expired": 0}
 
     # The same feed again (a 304), then re-published with a new date: nothing more arrives.
     await harness.poll()
@@ -263,7 +263,9 @@ async def test_a_chat_that_blocked_the_bot_is_held_no_longer_matched_and_served_
     assert ids_in(alerts(harness, YONEKI_FAN)) == ["2611.10001v1"], "others still get theirs"
     chat = await store.chats.get(LAB)
     assert chat is not None and not chat.active
-    assert await store.outbox.counts() == {"pending": 0, "sent": 1, "failed": 0, "held": 1}
+    assert await store.outbox.counts() == {
+        "pending": 0, "sent": 1, "failed": 0, "held": 1,
+        "sending": 0, "expired": 0}
 
     # Day 2 while still blocked: not matched at all (issue 11), so nothing piles up for a
     # chat that may never come back, and no request is wasted on it.
@@ -392,7 +394,9 @@ async def test_a_persistent_400_fails_the_alert_once_and_never_loops(harness: Ha
         await harness.drain()
 
     store = harness.services.storage
-    assert await store.outbox.counts() == {"pending": 0, "sent": 1, "failed": 1, "held": 0}
+    assert await store.outbox.counts() == {
+        "pending": 0, "sent": 1, "failed": 1, "held": 0,
+        "sending": 0, "expired": 0}
     tries = [c for c in harness.tg.calls_of("sendMessage") if c.params["chat_id"] == LAB
              and c.status == 400]
     assert len(tries) == 2, "one HTML attempt, one plain-text attempt, then never again"
@@ -463,7 +467,7 @@ async def test_more_than_ten_matches_arrive_as_a_digest_with_save_by_number(
     labels = [b["text"] for m in messages for b in m.buttons]
     assert labels == [f"💾 {n}" for n in range(1, 26)]
     assert await harness.services.storage.outbox.counts() == {
-        "pending": 0, "sent": 25, "failed": 0, "held": 0}
+        "pending": 0, "sent": 25, "failed": 0, "held": 0, "sending": 0, "expired": 0}
 
     page = next(m for m in messages if "💾 7" in m.button_texts)
     seven = next(b for b in page.buttons if b["text"] == "💾 7")

@@ -10,6 +10,7 @@ Wire format: `v1:<kind>:<fields…>`, fields separated by `:`.
 | `p` | `v1:p:3` | show page 3 (1-based) of the saved library |
 | `r` | `v1:r:2611.11450:3` | remove a paper from the saved library, then show page 3 |
 | `n` | `v1:n` | a label-only button (e.g. the page counter); does nothing |
+| `m` | `v1:m:30`, `v1:m:30:512`| a capped digest's rest after 30 entries of this message (or 512) |
 
 Button data can be forged by any client, so every field is validated and anything unexpected
 decodes to None; ownership (a subscription row belonging to the pressing chat) is the handler's
@@ -110,11 +111,25 @@ class RemoveSaved:
 
 
 @dataclass(frozen=True, slots=True)
+class DigestMore:
+    """Show the entries of a capped digest after the first `offset` of those a message holds:
+    the message with the button, or `message_id` when the button sits on a follow-up."""
+
+    offset: int
+    message_id: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_number("offset", self.offset, 0, MAX_ROW_ID)
+        if self.message_id is not None:
+            _check_number("message_id", self.message_id, 1, MAX_ROW_ID)
+
+
+@dataclass(frozen=True, slots=True)
 class Noop:
     """A button that only shows a label, such as the page counter."""
 
 
-Action = ToggleSave | ToggleAbstract | Unfollow | SavedPage | RemoveSaved | Noop
+Action = ToggleSave | ToggleAbstract | Unfollow | SavedPage | RemoveSaved | DigestMore | Noop
 
 
 def encode(action: Action) -> str:
@@ -132,6 +147,10 @@ def encode(action: Action) -> str:
             fields = ["p", str(page)]
         case RemoveSaved(paper=paper, page=page):
             fields = ["r", str(paper), str(page)]
+        case DigestMore(offset=offset, message_id=None):
+            fields = ["m", str(offset)]
+        case DigestMore(offset=offset, message_id=message_id):
+            fields = ["m", str(offset), str(message_id)]
         case Noop():
             fields = ["n"]
         case _:
@@ -174,6 +193,12 @@ def _decode_fields(kind: str, fields: list[str]) -> Action | None:
         case "r", [paper, page]:
             n = _int(page)
             return None if n is None else _with_id(paper, lambda p: RemoveSaved(p, n))
+        case "m", [offset]:
+            n = _int(offset)
+            return None if n is None else DigestMore(n)
+        case "m", [offset, message_id]:
+            n, m = _int(offset), _int(message_id)
+            return None if n is None or m is None else DigestMore(n, m)
         case "n", []:
             return Noop()
     return None

@@ -9,14 +9,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bot.delivery.callbacks import DigestMore
 from bot.delivery.diff import describe_changes
-from bot.delivery.render import DigestEntry, RenderedMessage, render_alert, render_digest
+from bot.delivery.render import (
+    DigestEntry,
+    RenderedMessage,
+    render_alert,
+    render_digest,
+    with_more,
+)
 from bot.models import AlertKind, Paper
 from bot.storage import Storage
 from bot.storage.chats import Chat
 from bot.storage.outbox import OutboxRow
 
 DIGEST_THRESHOLD = 10  # more pending alerts than this for one chat arrive as a digest
+# A digest shows at most this many entries (three messages); it ends with "+N more" and a
+# button that shows the rest, so a chat back from a long pause is not flooded, nor loses any.
+DIGEST_MAX_ENTRIES = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +90,46 @@ async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow]
 async def _digest(store: Storage, chat: Chat, rows: Sequence[OutboxRow]) -> Composition:
     # Each entry shows its own row's version: a chat can have two versions of one paper
     # waiting (a revision during a pause), and each must be shown once, as itself.
+    entries, kept, missing = await _entries(store, rows)
+    if not kept:
+        return Composition([], missing, digest=True)
+    shown, overflow = kept[:DIGEST_MAX_ENTRIES], kept[DIGEST_MAX_ENTRIES:]
+    rendered = render_digest(entries[:DIGEST_MAX_ENTRIES], lang=chat.language)
+    # Each message of a digest carries some entries; rows are marked sent per message.
+    messages, start = [], 0
+    for index, message in enumerate(rendered):
+        count = message.entry_count if index < len(rendered) - 1 else len(shown) - start
+        messages.append(Outgoing(tuple(shown[start:start + count]), message))
+        start += count
+    if overflow:
+        # The rows not shown go with the last message (sent with it, found by its id).
+        last = messages[-1]
+        more = with_more(last.message, len(overflow), DigestMore(len(last.rows)), chat.language)
+        messages[-1] = Outgoing(last.rows + tuple(overflow), more)
+    return Composition(messages, missing, digest=True)
+
+
+async def digest_continued(store: Storage, chat_id: int, lang: str, message_id: int,
+                           offset: int) -> list[RenderedMessage]:
+    """The next entries of a capped digest: those sent with message `message_id` of this chat
+    after the first `offset`, at most DIGEST_MAX_ENTRIES, with a button for any beyond."""
+    rows = await store.outbox.rows_of_message(chat_id, message_id)
+    page = rows[offset:offset + DIGEST_MAX_ENTRIES]
+    entries, _, _ = await _entries(store, page)
+    if not entries:
+        return []
+    messages = render_digest(entries, lang=lang)
+    remaining = len(rows) - offset - len(page)
+    if remaining > 0:
+        messages[-1] = with_more(messages[-1], remaining,
+                                 DigestMore(offset + len(page), message_id), lang)
+    return messages
+
+
+async def _entries(store: Storage, rows: Sequence[OutboxRow]
+                   ) -> tuple[list[DigestEntry], list[OutboxRow], list[OutboxRow]]:
+    """Digest entries of the rows whose paper version is stored: (entries, their rows, the
+    rows whose paper is gone)."""
     papers = await store.papers.get_versions(
         [(r.alert.arxiv_id, r.alert.version) for r in rows])
     entries, kept, missing = [], [], []
@@ -91,13 +141,4 @@ async def _digest(store: Storage, chat: Chat, rows: Sequence[OutboxRow]) -> Comp
         entries.append(DigestEntry(paper=paper, kind=row.alert.kind,
                                    matched=row.alert.matched_queries))
         kept.append(row)
-    if not kept:
-        return Composition([], missing, digest=True)
-    rendered = render_digest(entries, lang=chat.language)
-    # Each message of a digest carries some entries; rows are marked sent per message.
-    messages, start = [], 0
-    for index, message in enumerate(rendered):
-        count = message.entry_count if index < len(rendered) - 1 else len(kept) - start
-        messages.append(Outgoing(tuple(kept[start:start + count]), message))
-        start += count
-    return Composition(messages, missing, digest=True)
+    return entries, kept, missing

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.delivery.callbacks import ToggleAbstract, ToggleSave, decode, encode
+from bot.delivery.callbacks import DigestMore, ToggleAbstract, ToggleSave, decode, encode
 from bot.delivery.diff import PaperDiff
 from bot.delivery.latex import clean_text, has_latex, latex_to_unicode
 from bot.i18n import t, tn
@@ -444,6 +444,19 @@ def render_digest(
                 for k in range(0, len(buttons), DIGEST_BUTTONS_PER_ROW)]
         messages.append(RenderedMessage(text, InlineKeyboardMarkup(rows), entry_count=len(page)))
     return messages
+
+
+def with_more(message: RenderedMessage, count: int, action: DigestMore,
+              lang: str = "en") -> RenderedMessage:
+    """A capped digest's last message, ending with "+N more" and a button that shows them.
+
+    The line and the button fit in the room MAX_MESSAGE_UNITS leaves below Telegram's 4096.
+    """
+    more = t(lang, "+{count} more", count=count)
+    text = f"{message.text}\n\n<i>{_esc(more)}</i>"
+    button = InlineKeyboardButton(t(lang, "Show more ▶"), callback_data=encode(action))
+    rows = [*message.reply_markup.inline_keyboard, [button]]
+    return RenderedMessage(text, InlineKeyboardMarkup(rows), message.entry_count)
 
 
 def digest_counts(entries: Sequence[DigestEntry], lang: str) -> str:

@@ -1,16 +1,18 @@
-"""Drains the outbox into Telegram: paced, once per version, and careful with every error."""
+"""Drains the outbox into Telegram: paced, a window of requests at once, every row claimed
+before its request and recorded as soon as Telegram answers, careful with every error."""
 
 from __future__ import annotations
 
 import asyncio
 import html
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from telegram import Bot, InlineKeyboardMarkup, LinkPreviewOptions
+from telegram import Bot, LinkPreviewOptions
 from telegram.constants import ParseMode
 from telegram.error import (
     BadRequest,
@@ -20,21 +22,28 @@ from telegram.error import (
     RetryAfter,
     TelegramError,
 )
+from telegram.ext import ExtBot
 
 from bot.clock import Clock
-from bot.delivery.compose import compose_for_chat
-from bot.delivery.pacing import Pacer
-from bot.delivery.render import RenderedMessage
+from bot.delivery.compose import Outgoing, compose_for_chat
+from bot.delivery.pacing import OVERALL_PER_SECOND, Pacer
 from bot.storage import Storage
 from bot.storage.chats import Chat
-from bot.storage.outbox import OutboxRow
 
 log = logging.getLogger(__name__)
 
 MAX_RETRY_AFTER_WAITS = 3
 RETRY_BACKOFF_BASE = 5.0
 RETRY_BACKOFF_MAX = 600.0
-WORKERS = 40  # chats served at once; enough to keep the overall pace full
+# A send that keeps failing (5 s, 10 s, 20 s … 600 s apart: about 40 minutes in all) is given
+# up after this many attempts and marked failed with its error.
+MAX_SEND_ATTEMPTS = 10
+WORKERS = 40  # chats served at once, at least; enough to keep the overall pace full
+# The default window: the pace times a p99 round trip to api.telegram.org from a distant
+# server (about 0.5 s), so that even then the window is not what limits the pace.
+P99_ROUND_TRIP = 0.5
+DEFAULT_SEND_WINDOW = math.ceil(OVERALL_PER_SECOND * P99_ROUND_TRIP)
+STOP_TIMEOUT = 5.0  # how long stop() lets requests in flight be answered and recorded
 NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
 
@@ -46,6 +55,7 @@ class Sent:
 @dataclass(frozen=True, slots=True)
 class Retry:
     error: str
+    gave_up: bool = False  # the last allowed attempt: the rows are failed now
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +73,33 @@ class Migrated:
     new_chat_id: int
 
 
-Outcome = Sent | Retry | Blocked | Failed | Migrated
+@dataclass(frozen=True, slots=True)
+class FloodWait:
+    """A 429: Telegram did not take the message; wait `seconds`, then try again."""
+
+    seconds: float
+    error: str
+    overall: bool  # every chat pauses, not only this one
+
+
+@dataclass(frozen=True, slots=True)
+class PlainText:
+    """Telegram could not parse our HTML: send the same text plain, once."""
+
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotClaimed:
+    """The rows were no longer pending (held meanwhile): nothing was sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """The sender is stopping: nothing was sent."""
+
+
+Outcome = Sent | Retry | Blocked | Failed | Migrated | FloodWait | PlainText | NotClaimed | Stopped
 
 
 @dataclass
@@ -76,6 +112,7 @@ class DrainReport:
     failed: int = 0
     blocked_chats: int = 0
     retry_after_waits: int = 0
+    overall_pauses: int = 0
     errors: list[str] = field(default_factory=list)
 
 
@@ -85,21 +122,36 @@ def html_to_plain(text: str) -> str:
 
 
 class Sender:
-    """Sends pending outbox rows; a row is marked sent only after Telegram accepted it."""
+    """Sends pending outbox rows. Up to `window` requests are unconfirmed at once; each row is
+    claimed (`sending`) before its request and marked sent as soon as Telegram accepts it, so a
+    crash leaves at most `window` messages uncertain, and those are sent again at the next start.
+    """
 
-    def __init__(self, bot: Bot, storage: Storage, clock: Clock, pacer: Pacer | None = None,
-                 sleep=asyncio.sleep, *,
+    def __init__(self, bot: Bot, storage: Storage, clock: Clock, pacer: Pacer | None = None, *,
+                 window: int | None = None,
                  on_migrated: Callable[[int, int], Awaitable[object]] | None = None) -> None:
         """`on_migrated(old_id, new_id)` runs after a group moved to a supergroup id, for
-        whatever keeps chat ids in memory (the subscription matcher)."""
+        whatever keeps chat ids in memory (the subscription matcher). `window` None means
+        DEFAULT_SEND_WINDOW."""
+        window = DEFAULT_SEND_WINDOW if window is None else window
+        if window < 1:
+            raise ValueError(f"the send window must be at least 1, got {window}")
         self._bot = bot
         self._store = storage
         self._clock = clock
         self._pacer = pacer or Pacer()
-        self._sleep = sleep
         self._on_migrated = on_migrated
         self._lock = asyncio.Lock()
-        self._in_flight = asyncio.Lock()  # one request unconfirmed at a time: see _send_message
+        self._window = asyncio.Semaphore(window)
+        self.window = window
+        # PTB's rate limiter (the same Pacer) must not count our already paced requests again.
+        self._paced = {"rate_limit_args": True} if isinstance(bot, ExtBot) else {}
+        self._recovered = False
+        self._stopping = False
+        self._in_flight = 0  # requests sent and not yet answered and recorded
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._workers: asyncio.Future[object] | None = None
 
     @property
     def busy(self) -> bool:
@@ -109,13 +161,16 @@ class Sender:
         """Send everything due to every reachable chat in instant mode; never runs twice at once."""
         report = DrainReport()
         async with self._lock:
+            if self._stopping:
+                return report
+            await self._recover()
             chat_ids = await self._store.outbox.due_chats(self._clock.now())
             queue: asyncio.Queue[int] = asyncio.Queue()
             for chat_id in chat_ids:
                 queue.put_nowait(chat_id)
 
             async def worker() -> None:
-                while not queue.empty():
+                while not queue.empty() and not self._stopping:
                     chat_id = queue.get_nowait()
                     try:
                         await self._deliver_chat(chat_id, report, digest_mode_run=False)
@@ -123,7 +178,8 @@ class Sender:
                         log.exception("delivery to chat %s failed", chat_id)
                         report.errors.append(f"{chat_id}: {exc}")
 
-            await asyncio.gather(*(worker() for _ in range(min(WORKERS, len(chat_ids)))))
+            workers = min(max(WORKERS, 2 * self.window), len(chat_ids))
+            await self._run(asyncio.gather(*(worker() for _ in range(workers))))
             self._pacer.forget_idle()
         if report.sent or report.failed or report.blocked_chats:
             log.info("delivery: sent=%d digests=%d retried=%d failed=%d blocked_chats=%d",
@@ -135,8 +191,52 @@ class Sender:
         """Send a digest-mode chat everything pending, as one digest (called at its local time)."""
         report = DrainReport()
         async with self._lock:
-            await self._deliver_chat(chat_id, report, digest_mode_run=True)
+            if self._stopping:
+                return report
+            await self._recover()
+            await self._run(asyncio.ensure_future(
+                self._deliver_chat(chat_id, report, digest_mode_run=True)))
         return report
+
+    async def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """Stop sending, for shutdown: no request starts after this call; those in flight get
+        `timeout` seconds to be answered and recorded, then the drain is cancelled.
+
+        A row is never marked sent unless Telegram accepted it. A row whose request was cut
+        off stays claimed and is sent again at the next start (at most `window` of them).
+        """
+        self._stopping = True
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            log.warning("stopping with %d request(s) unanswered; they are sent again at the "
+                        "next start", self._in_flight)
+        workers = self._workers
+        if workers is not None and not workers.done():
+            workers.cancel()
+            await asyncio.gather(workers, return_exceptions=True)
+
+    async def _run(self, workers: asyncio.Future[object]) -> None:
+        """Await the drain's workers; stop() may cancel them, which ends the drain quietly."""
+        self._workers = workers
+        try:
+            await workers
+        except asyncio.CancelledError:
+            if not (self._stopping and workers.cancelled()):
+                raise
+        finally:
+            self._workers = None
+
+    async def _recover(self) -> None:
+        """Once per process, before its first send: rows a previous process claimed and never
+        recorded are pending again (the database lock keeps a second bot away)."""
+        if self._recovered:
+            return
+        self._recovered = True
+        uncertain = await self._store.outbox.requeue_claimed()
+        if uncertain:
+            log.warning("%d alert(s) were being sent when the bot stopped; Telegram may have "
+                        "taken them, but cannot be asked: sending them again", uncertain)
 
     async def _deliver_chat(self, chat_id: int, report: DrainReport, digest_mode_run: bool) -> None:
         chat = await self._store.chats.get(chat_id)
@@ -153,92 +253,141 @@ class Sender:
                                                  "paper missing from the store")
             report.failed += len(composition.missing)
         for outgoing in composition.messages:
-            if not await self._send_rows(chat, list(outgoing.rows), [outgoing.message], report):
+            if not await self._deliver(chat, outgoing, report):
                 return
         if composition.digest and composition.messages:
             report.digests += 1
 
-    async def _send_rows(self, chat: Chat, rows: list[OutboxRow],
-                         messages: list[RenderedMessage], report: DrainReport) -> bool:
-        row_ids = [r.id for r in rows]
-
-        async def mark_sent(message_id: int) -> None:
-            await self._store.outbox.mark_sent(row_ids, message_id, self._clock.now())
-
-        for message in messages:
-            outcome = await self._send_message(chat.id, message.text, message.reply_markup,
-                                               report, mark_sent)
-            match outcome:
-                case Sent():
-                    report.sent += len(row_ids)
-                case Retry(error):
-                    attempts = max(r.attempts for r in rows) + 1
-                    delay = min(RETRY_BACKOFF_BASE * 2 ** (attempts - 1), RETRY_BACKOFF_MAX)
-                    await self._store.outbox.retry_later(row_ids, self._clock.now() + delay, error)
-                    report.retried += len(row_ids)
-                    return False
-                case Blocked(error):
-                    log.info("chat %s blocked the bot; holding its alerts", chat.id)
-                    await self._store.chats.mark_inactive(chat.id, error, self._clock.now())
-                    report.blocked_chats += 1
-                    return False
-                case Failed(error):
-                    log.warning("alert for chat %s failed for good: %s", chat.id, error)
-                    await self._store.outbox.mark_failed(row_ids, error)
-                    report.failed += len(row_ids)
-                case Migrated(new_chat_id):
-                    log.info("chat %s migrated to %s", chat.id, new_chat_id)
-                    await self._store.chats.migrate_id(chat.id, new_chat_id)
-                    if self._on_migrated is not None:
-                        await self._on_migrated(chat.id, new_chat_id)
-                    return False  # the next drain sends to the new id
-        return True
-
-    async def _send_message(self, chat_id: int, text: str, markup: InlineKeyboardMarkup | None,
-                            report: DrainReport,
-                            mark_sent: Callable[[int], Awaitable[None]]) -> Outcome:
-        """Send one message; once Telegram accepts it, `mark_sent` records that at once.
-
-        Only one message is ever between "sent" and "recorded": a crash can then repeat at
-        most one alert. Chats still wait for their turns side by side; only the request and
-        its record take turns.
-        """
+    async def _deliver(self, chat: Chat, outgoing: Outgoing, report: DrainReport) -> bool:
+        """Send one message until it has an outcome; False when the chat can take no more now."""
+        text = outgoing.message.text
         parse_mode: str | None = ParseMode.HTML
-        plain_retry_used = False
         waits = 0
         while True:
+            outcome = await self._send(chat, outgoing, text, parse_mode, waits, report)
+            match outcome:
+                case FloodWait():
+                    waits += 1
+                    continue  # the pacer now holds the chat, or everyone, back
+                case PlainText(error):
+                    log.warning("Telegram refused an alert to chat %s (%s); retrying as plain "
+                                "text", chat.id, error)
+                    text, parse_mode = html_to_plain(text)[:4096], None
+                    continue
+                case Sent():
+                    report.sent += len(outgoing.rows)
+                    return True
+                case Retry(error, gave_up=True):
+                    log.warning("alert for chat %s failed %d times; giving up: %s", chat.id,
+                                MAX_SEND_ATTEMPTS, error)
+                    report.failed += len(outgoing.rows)
+                case Retry():
+                    report.retried += len(outgoing.rows)
+                case Failed(error):
+                    log.warning("alert for chat %s failed for good: %s", chat.id, error)
+                    report.failed += len(outgoing.rows)
+                    return True
+                case Blocked():
+                    log.info("chat %s blocked the bot; holding its alerts", chat.id)
+                    report.blocked_chats += 1
+                case Migrated(new_chat_id):
+                    log.info("chat %s migrated to %s", chat.id, new_chat_id)
+                    if self._on_migrated is not None:
+                        await self._on_migrated(chat.id, new_chat_id)
+            return False  # retried later, held, migrated (the next drain sends to the new id),
+            # or nothing sent (the rows were held meanwhile, or the sender is stopping)
+
+    async def _send(self, chat: Chat, outgoing: Outgoing, text: str, parse_mode: str | None,
+                    waits: int, report: DrainReport) -> Outcome:
+        """Claim the rows, wait for the pacer, send, and record the outcome in the rows, all
+        within one slot of the window: no row stays claimed longer than its slot.
+
+        The claim comes before the pacer's turn, so no database wait can come between a send's
+        release and its request and bunch sends together.
+        """
+        row_ids = [r.id for r in outgoing.rows]
+        outbox = self._store.outbox
+        await self._pacer.chat_ready(chat.id)
+        async with self._window:
+            if self._stopping:
+                return Stopped()
+            if not await outbox.claim(row_ids, self._clock.now()):
+                return NotClaimed()
+            self._in_flight += 1
+            self._idle.clear()
             try:
-                async with self._pacer.turn(chat_id), self._in_flight:
-                    message = await self._bot.send_message(
-                        chat_id, text, parse_mode=parse_mode, reply_markup=markup,
-                        link_preview_options=NO_PREVIEW,
-                    )
-                    await mark_sent(message.message_id)
-                return Sent(message.message_id)
-            except RetryAfter as exc:
-                waits += 1
-                report.retry_after_waits += 1
-                seconds = _seconds(exc.retry_after)
-                log.warning("Telegram asked to wait %.0f s before chat %s", seconds, chat_id)
-                if waits > MAX_RETRY_AFTER_WAITS:
-                    return Retry(str(exc))
-                self._pacer.pause_chat(chat_id, seconds)
-            except Forbidden as exc:
+                async with self._pacer.turn(chat.id):
+                    outcome = Stopped() if self._stopping else await self._request(
+                        chat.id, outgoing, text, parse_mode)
+                if isinstance(outcome, Stopped):
+                    await outbox.unclaim(row_ids)
+                    return outcome
+                if isinstance(outcome, FloodWait):
+                    report.retry_after_waits += 1
+                    report.overall_pauses += outcome.overall
+                return await self._resolve(chat, outgoing, outcome, parse_mode, waits)
+            finally:
+                self._in_flight -= 1
+                if not self._in_flight:
+                    self._idle.set()
+
+    async def _resolve(self, chat: Chat, outgoing: Outgoing, outcome: Outcome,
+                       parse_mode: str | None, waits: int) -> Outcome:
+        """Record what Telegram answered in the claimed rows; returns the final outcome."""
+        rows = outgoing.rows
+        row_ids = [r.id for r in rows]
+        outbox = self._store.outbox
+        now = self._clock.now()
+        match outcome:
+            case Sent(message_id):
+                await outbox.mark_sent(row_ids, message_id, now)
+            case FloodWait(error=error) if waits >= MAX_RETRY_AFTER_WAITS:
+                outcome = Retry(error)
+            case PlainText(error) if parse_mode is None:
+                outcome = Failed(error)
+            case FloodWait() | PlainText():
+                await outbox.unclaim(row_ids)  # Telegram did not take it: try again
+            case Blocked(error):
+                await self._store.chats.mark_inactive(chat.id, error, now)  # holds the rows
+            case Migrated(new_chat_id):
+                await outbox.unclaim(row_ids)
+                await self._store.chats.migrate_id(chat.id, new_chat_id)
+        match outcome:
+            case Retry(error):
+                attempts = max(r.attempts for r in rows) + 1
+                delay = min(RETRY_BACKOFF_BASE * 2 ** (attempts - 1), RETRY_BACKOFF_MAX)
+                await outbox.retry_later(row_ids, now + delay, error, MAX_SEND_ATTEMPTS)
+                outcome = Retry(error, gave_up=attempts >= MAX_SEND_ATTEMPTS)
+            case Failed(error):
+                await outbox.mark_failed(row_ids, error)
+        return outcome
+
+    async def _request(self, chat_id: int, outgoing: Outgoing, text: str,
+                       parse_mode: str | None) -> Outcome:
+        try:
+            message = await self._bot.send_message(
+                chat_id, text, parse_mode=parse_mode, reply_markup=outgoing.message.reply_markup,
+                link_preview_options=NO_PREVIEW, **self._paced,
+            )
+        except RetryAfter as exc:
+            seconds = _seconds(exc.retry_after)
+            overall = self._pacer.flood_wait(chat_id, seconds)
+            log.warning("Telegram asked to wait %.0f s before %s", seconds,
+                        "any message" if overall else f"chat {chat_id}")
+            return FloodWait(seconds, str(exc), overall)
+        except Forbidden as exc:
+            return Blocked(str(exc))
+        except ChatMigrated as exc:
+            return Migrated(exc.new_chat_id)
+        except BadRequest as exc:
+            if "chat not found" in str(exc).lower():
                 return Blocked(str(exc))
-            except ChatMigrated as exc:
-                return Migrated(exc.new_chat_id)
-            except BadRequest as exc:
-                if "chat not found" in str(exc).lower():
-                    return Blocked(str(exc))
-                if plain_retry_used:
-                    return Failed(str(exc))
-                log.warning("Telegram refused an alert to chat %s (%s); retrying as plain text",
-                            chat_id, exc)
-                text, parse_mode, plain_retry_used = html_to_plain(text)[:4096], None, True
-            except NetworkError as exc:  # TimedOut included: it may have arrived; retry later
-                return Retry(str(exc))
-            except TelegramError as exc:
-                return Retry(str(exc))
+            return PlainText(str(exc))
+        except NetworkError as exc:  # TimedOut included: it may have arrived; retry later
+            return Retry(str(exc))
+        except TelegramError as exc:
+            return Retry(str(exc))
+        return Sent(message.message_id)
 
 
 def _seconds(value: int | float | timedelta) -> float:

@@ -8,10 +8,10 @@ from telegram import InlineKeyboardMarkup, Message, Update
 from telegram.constants import ParseMode
 
 from bot.delivery import callbacks
-from bot.delivery.compose import alert_message, load_paper
+from bot.delivery.compose import alert_message, digest_continued, load_paper
 from bot.delivery.render import with_saved_state
 from bot.handlers import library, subscriptions
-from bot.handlers.common import edit_quietly
+from bot.handlers.common import edit_quietly, reply
 from bot.handlers.context import BotContext
 from bot.i18n import t
 
@@ -37,6 +37,8 @@ async def on_button(update: Update, context: BotContext) -> None:
             await library.on_page_button(update, context, action)
         case callbacks.RemoveSaved():
             await library.on_remove_button(update, context, action)
+        case callbacks.DigestMore():
+            await on_more(update, context, action)
         case callbacks.Noop():
             # Always answer, even with nothing to say, or the client shows a spinner.
             await query.answer()
@@ -124,3 +126,20 @@ async def on_abstract(update: Update, context: BotContext,
         rendered.text, parse_mode=ParseMode.HTML, reply_markup=rendered.reply_markup,
         disable_web_page_preview=True,
     ))
+
+
+async def on_more(update: Update, context: BotContext, action: callbacks.DigestMore) -> None:
+    """"Show more" under a capped digest: its next entries arrive as new messages."""
+    query = update.callback_query
+    message = query.message
+    message_id = action.message_id or (message.message_id if isinstance(message, Message)
+                                       else None)
+    pages = [] if message_id is None else await digest_continued(
+        context.store, update.effective_chat.id, context.lang, message_id, action.offset)
+    if not pages:
+        await query.answer(t(context.lang, "This button has expired. Please send the command "
+                                           "again."))
+        return
+    await query.answer()
+    for page in pages:
+        await reply(update, context, page.text, reply_markup=page.reply_markup)

@@ -184,7 +184,12 @@ async def status(update: Update, context: BotContext) -> None:
     size_mb = await store.db.size_bytes() / 1_000_000
     lines += [
         "",
-        t(lang, "Outbox: {pending} pending, {held} held, {failed} failed, {sent} sent", **outbox),
+        t(lang, "Outbox: {pending} pending, {sending} being sent, {held} held, {expired} "
+                "expired, {failed} failed, {sent} sent", **outbox),
+    ]
+    if (failure := await store.outbox.last_failure()) is not None:
+        lines.append(t(lang, "    last failed alert: {error}", error=quote(failure[:300])))
+    lines += [
         t(lang, "Chats: {active} active, {inactive} inactive, {paused} paused", **chats),
         t(lang, "Subscriptions: {count}", count=await store.subscriptions.count()),
         t(lang, "Papers stored: {count:,}", count=await store.papers.count()),

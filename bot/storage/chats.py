@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import aiosqlite
 
 from bot.storage.db import Database
+from bot.storage.outbox import HELD_ALERT_DAYS
 
 LAST_SEEN_RESOLUTION = 600.0  # seconds: `last_seen_at` is refreshed at most this often
 
@@ -97,9 +98,9 @@ class ChatRepository:
             )
             if reactivated:
                 await conn.execute(
-                    "UPDATE outbox SET status = 'pending', due_at = ? "
-                    "WHERE chat_id = ? AND status = 'held'",
-                    (now, chat_id),
+                    "UPDATE outbox SET due_at = :now, status = CASE WHEN created_at >= :fresh "
+                    "THEN 'pending' ELSE 'expired' END WHERE chat_id = :chat AND status = 'held'",
+                    {"now": now, "fresh": now - HELD_ALERT_DAYS * 86400, "chat": chat_id},
                 )
             cursor = await conn.execute("SELECT * FROM chats WHERE id = ?", (chat_id,))
             row = await cursor.fetchone()
@@ -145,8 +146,8 @@ class ChatRepository:
                 (now, reason, chat_id),
             )
             await conn.execute(
-                "UPDATE outbox SET status = 'held', last_error = ? "
-                "WHERE chat_id = ? AND status = 'pending'",
+                "UPDATE outbox SET status = 'held', last_error = ?, claimed_at = NULL "
+                "WHERE chat_id = ? AND status IN ('pending', 'sending')",
                 (reason[:500], chat_id),
             )
 

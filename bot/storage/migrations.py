@@ -230,6 +230,50 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         );
         """,
     ),
+    (
+        6,
+        "outbox rows are claimed before their request ('sending', claimed_at) and held ones "
+        "expire ('expired')",
+        """
+        -- SQLite cannot change a CHECK constraint in place: rebuild the table (its documented
+        -- 12-step way; nothing references outbox, so no foreign key needs care).
+        CREATE TABLE outbox_new (
+            id               INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id          INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE
+                                                           ON UPDATE CASCADE,
+            arxiv_id         TEXT NOT NULL,
+            version          INTEGER NOT NULL,
+            kind             TEXT NOT NULL CHECK (kind IN ('new', 'revision')),
+            subscription_ids TEXT NOT NULL DEFAULT '[]',
+            matched_queries  TEXT NOT NULL DEFAULT '[]',
+            saved_revision   INTEGER NOT NULL DEFAULT 0,
+            status           TEXT NOT NULL DEFAULT 'pending'
+                             CHECK (status IN ('pending', 'sending', 'sent', 'failed', 'held',
+                                               'expired')),
+            created_at       REAL NOT NULL,
+            due_at           REAL NOT NULL,
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            last_error       TEXT,
+            message_id       INTEGER,
+            digest_id        INTEGER,
+            sent_at          REAL,
+            claimed_at       REAL,                        -- when its request was about to go
+            UNIQUE (chat_id, arxiv_id, version)
+        );
+        INSERT INTO outbox_new (id, chat_id, arxiv_id, version, kind, subscription_ids,
+                                matched_queries, saved_revision, status, created_at,
+                                due_at, attempts, last_error, message_id, digest_id, sent_at)
+            SELECT id, chat_id, arxiv_id, version, kind, subscription_ids, matched_queries,
+                   saved_revision, status, created_at, due_at, attempts, last_error,
+                   message_id, digest_id, sent_at
+            FROM outbox;
+        DROP TABLE outbox;
+        ALTER TABLE outbox_new RENAME TO outbox;
+        CREATE INDEX outbox_due ON outbox(status, due_at);
+        CREATE INDEX outbox_message ON outbox(chat_id, message_id);
+        CREATE INDEX outbox_created ON outbox(created_at);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

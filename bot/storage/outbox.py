@@ -13,6 +13,10 @@ import aiosqlite
 from bot.models import Alert, AlertKind, OutboxStatus
 from bot.storage.db import Database, in_chunks
 
+# Alerts held for a chat that blocked the bot expire after this many days: it gets what is
+# newer when it comes back (a digest, capped), not months of old news.
+HELD_ALERT_DAYS = 14
+
 
 @dataclass(frozen=True, slots=True)
 class OutboxRow:
@@ -128,30 +132,65 @@ class OutboxRepository:
         rows = await self._db.fetchall(sql + " ORDER BY id", params)
         return [_row(r) for r in rows]
 
-    async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float,
-                        digest_id: int | None = None) -> None:
+    async def claim(self, row_ids: Sequence[int], now: float) -> bool:
+        """Mark pending rows `sending` just before their request; False (and nothing claimed)
+        if any of them is no longer pending (held meanwhile, or claimed by someone else)."""
         async with self._db.transaction() as conn:
-            await conn.executemany(
-                "UPDATE outbox SET status = 'sent', message_id = ?, sent_at = ?, digest_id = ?, "
-                "attempts = attempts + 1, last_error = NULL WHERE id = ?",
-                [(message_id, now, digest_id, row_id) for row_id in row_ids],
-            )
+            pending = 0
+            for chunk, marks in in_chunks(row_ids):
+                cursor = await conn.execute(
+                    f"SELECT COUNT(*) FROM outbox WHERE status = 'pending' AND id IN ({marks})",
+                    chunk)
+                pending += (await cursor.fetchone())[0]
+            if pending != len(row_ids):
+                return False
+            for chunk, marks in in_chunks(row_ids):
+                await conn.execute(
+                    f"UPDATE outbox SET status = 'sending', claimed_at = ? WHERE id IN ({marks})",
+                    (now, *chunk))
+        return True
 
-    async def retry_later(self, row_ids: Sequence[int], due_at: float, error: str) -> None:
-        async with self._db.transaction() as conn:
-            await conn.executemany(
-                "UPDATE outbox SET due_at = ?, attempts = attempts + 1, last_error = ? "
-                "WHERE id = ?",
-                [(due_at, error[:500], row_id) for row_id in row_ids],
-            )
+    async def unclaim(self, row_ids: Sequence[int]) -> None:
+        """Telegram refused the request before taking it (a 429): the rows wait again."""
+        await self._set_claimed(row_ids, "status = 'pending', claimed_at = NULL",
+                                only_sending=True)
+
+    async def requeue_claimed(self) -> int:
+        """At start-up: rows claimed by a process that died are uncertain (Telegram may or may
+        not have taken them; it has no idempotency key to ask). Send them again."""
+        return await self._db.execute(
+            "UPDATE outbox SET status = 'pending', claimed_at = NULL WHERE status = 'sending'"
+        )
+
+    async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float) -> None:
+        await self._set_claimed(
+            row_ids, "status = 'sent', message_id = ?, sent_at = ?, claimed_at = NULL, "
+                     "attempts = attempts + 1, last_error = NULL", (message_id, now))
+
+    async def retry_later(self, row_ids: Sequence[int], due_at: float, error: str,
+                          max_attempts: int) -> None:
+        """Try again at `due_at`; once `max_attempts` have failed, the rows fail for good."""
+        await self._set_claimed(
+            row_ids,
+            "status = CASE WHEN attempts + 1 >= ? THEN 'failed' ELSE 'pending' END, "
+            "due_at = ?, attempts = attempts + 1, last_error = ?, claimed_at = NULL",
+            (max_attempts, due_at, error[:500]), only_sending=True)
 
     async def mark_failed(self, row_ids: Sequence[int], error: str) -> None:
+        await self._set_claimed(
+            row_ids, "status = 'failed', attempts = attempts + 1, last_error = ?, "
+                     "claimed_at = NULL", (error[:500],))
+
+    async def _set_claimed(self, row_ids: Sequence[int], assignments: str,
+                           params: Sequence[object] = (), *, only_sending: bool = False) -> None:
+        # A claimed row held meanwhile (the chat blocked the bot) stays held, unless Telegram
+        # accepted it after all (mark_sent) or it failed for good.
+        where = " AND status = 'sending'" if only_sending else ""
         async with self._db.transaction() as conn:
-            await conn.executemany(
-                "UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ? "
-                "WHERE id = ?",
-                [(error[:500], row_id) for row_id in row_ids],
-            )
+            for chunk, marks in in_chunks(row_ids):
+                await conn.execute(
+                    f"UPDATE outbox SET {assignments} WHERE id IN ({marks}){where}",
+                    (*params, *chunk))
 
     async def by_message(self, chat_id: int, message_id: int) -> OutboxRow | None:
         """The alert behind a message the bot sent (for re-rendering on a button press)."""
@@ -161,11 +200,31 @@ class OutboxRepository:
         )
         return None if row is None else _row(row)
 
+    async def rows_of_message(self, chat_id: int, message_id: int) -> list[OutboxRow]:
+        """Every alert a message delivered (a digest's, with any it did not show), in order."""
+        rows = await self._db.fetchall(
+            "SELECT * FROM outbox WHERE chat_id = ? AND message_id = ? ORDER BY id",
+            (chat_id, message_id),
+        )
+        return [_row(r) for r in rows]
+
+    async def expire_held(self, now: float) -> int:
+        """Held alerts older than HELD_ALERT_DAYS expire (at the daily upkeep)."""
+        return await self._db.execute(
+            "UPDATE outbox SET status = 'expired' WHERE status = 'held' AND created_at < ?",
+            (now - HELD_ALERT_DAYS * 86400,),
+        )
+
     async def counts(self) -> dict[str, int]:
         rows = await self._db.fetchall("SELECT status, COUNT(*) AS n FROM outbox GROUP BY status")
         counts = {status.value: 0 for status in OutboxStatus}
         counts.update({r["status"]: int(r["n"]) for r in rows})
         return counts
+
+    async def last_failure(self) -> str | None:
+        """The error of the alert that failed last, for /status."""
+        return await self._db.fetchval(
+            "SELECT last_error FROM outbox WHERE status = 'failed' ORDER BY id DESC LIMIT 1")
 
     async def chat_matches_since(self, chat_id: int, since: float) -> int:
         return int(await self._db.fetchval(
@@ -173,7 +232,9 @@ class OutboxRepository:
         ))
 
     async def prune(self, before: float) -> int:
-        """Forget sent and failed alerts older than `before` (pending and held are kept)."""
+        """Forget sent, failed and expired alerts older than `before` (pending, sending and
+        held are kept)."""
         return await self._db.execute(
-            "DELETE FROM outbox WHERE status IN ('sent', 'failed') AND created_at < ?", (before,)
+            "DELETE FROM outbox WHERE status IN ('sent', 'failed', 'expired') AND created_at < ?",
+            (before,)
         )

@@ -290,7 +290,7 @@ class PaperRepository:
         """Forget papers unchanged since `before` that no chat saved or still waits for.
 
         Saved papers keep every version (revision diffs compare with them); so do papers
-        with alerts still pending or held.
+        with alerts still pending, being sent or held.
         """
         return await self._db.execute(
             """
@@ -298,7 +298,7 @@ class PaperRepository:
             WHERE last_changed_at < ?
               AND arxiv_id NOT IN (SELECT arxiv_id FROM saved)
               AND arxiv_id NOT IN (SELECT arxiv_id FROM outbox
-                                   WHERE status IN ('pending', 'held'))
+                                   WHERE status IN ('pending', 'sending', 'held'))
             """,
             (before,),
         )

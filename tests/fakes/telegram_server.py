@@ -668,6 +668,7 @@ class FakeTelegram:
         self._migrated: dict[int, int] = {}
         self._failures: list[_Failure] = []
         self._delays: list[list[Any]] = []
+        self._round_trips: dict[str, float] = {}
         self._global_sends: deque[float] = deque()
         self._private_buckets: dict[int, tuple[float, float]] = {}
         self._group_sends: dict[int, deque[float]] = {}
@@ -1032,6 +1033,13 @@ class FakeTelegram:
         with self._cond:
             self._delays.append([method, seconds, times])
 
+    def set_round_trip(self, method: str, seconds: float) -> None:
+        """Answer every call of ``method`` ``seconds`` after it arrives, as over a real network:
+        Telegram handles (and counts) it half-way, then the answer travels back. 0 turns it off.
+        """
+        with self._cond:
+            self._round_trips[method] = seconds
+
     # ------------------------------------------------------------------ inspecting
 
     @property
@@ -1248,8 +1256,13 @@ class FakeTelegram:
             if handler is None:
                 raise _ApiError(404, "Not Found")
             self._apply_delay(method)
-            with self._cond:
-                result = self._run(method, handler, params, files)
+            half_trip = self._round_trips.get(method, 0.0) / 2
+            self._stopping.wait(half_trip)  # the request's way there
+            try:
+                with self._cond:
+                    result = self._run(method, handler, params, files)
+            finally:
+                self._stopping.wait(half_trip)  # the answer's way back
             status, payload = 200, {"ok": True, "result": result}
         except _ApiError as error:
             status = error.code
