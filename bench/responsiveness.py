@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.match import CHATS, PAPERS, SUBSCRIPTIONS, Corpus
 from bot.app import build_application
+from bot.budget import UNLIMITED
 from bot.clock import SystemClock
 from bot.config import load_settings
 from bot.delivery.pacing import Pacer
@@ -135,8 +136,11 @@ async def run(options: argparse.Namespace) -> None:
         "LOG_LEVEL": "WARNING",
     }
     settings = load_settings(env, env_file=None)
+    # The flood budget (bot/budget.py) would rightly silence a chat asking ten times a second;
+    # what is measured here is the event loop, so it is lifted, as in the tests.
     app = build_application(settings, SystemClock(), schedule_jobs=False,
-                            pacer=Pacer(rate=1000, private_interval=0, group_interval=0))
+                            pacer=Pacer(rate=1000, private_interval=0, group_interval=0),
+                            budget=UNLIMITED)
     await app.initialize()
     await app.post_init(app)
     await app.start()
