@@ -84,14 +84,20 @@ def report(result: Figures, plan: Plan) -> None:
           f"(figures are slower on a busy machine)")
     print(f"traffic: in {plan.duration:.0f} s the noisy chat sent {result.noisy_sent} commands "
           f"({plan.noisy_papers} /paper for unknown ids); {plan.quiet_chats} quiet chats sent "
-          f"{len(result.help_latencies)} /help and {len(result.paper_latencies)} /paper")
+          f"{len(result.help_latencies) + len(result.behind_own_paper)} /help and "
+          f"{len(result.paper_latencies)} /paper")
     if result.unanswered:
         print(f"UNANSWERED quiet commands: {', '.join(result.unanswered)}")
     helps = result.help_latencies
     if helps:
         print(f"quiet chats' /help latency: p50 {result.help_p50:.3f} s, "
               f"p99 {result.help_p99:.3f} s, max {max(helps):.3f} s  "
-              f"(aim p99 <= 1 s: {verdict(result.help_p99 <= 1.0 and not result.unanswered)})")
+              f"(aim p99 <= 1 s: {verdict(result.help_p99 <= 1.0 and not result.unanswered)}); "
+              f"{len(helps)} /help not sent while the same chat's own /paper waited")
+    if result.behind_own_paper:
+        held = ", ".join(f"{x:.3f}" for x in sorted(result.behind_own_paper))
+        print(f"  /help sent while the same chat's own /paper still waited (a chat's updates "
+              f"are handled in order): {held} s")
     papers = result.paper_latencies
     if papers:
         print(f"quiet chats' /paper latency: {', '.join(f'{x:.2f}' for x in sorted(papers))} s, "

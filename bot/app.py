@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 
-from telegram import BotCommand, Update
+from telegram import BotCommand
 from telegram.error import TelegramError
 from telegram.ext import (
     Application,
@@ -33,7 +33,7 @@ from bot.handlers import basic, buttons, library, overview, subscriptions
 from bot.handlers import settings as chat_settings
 from bot.handlers.common import record_chat
 from bot.handlers.context import BotContext, Services
-from bot.handlers.guard import budget_guard
+from bot.handlers.guard import BudgetGate
 from bot.health import TELEGRAM_HEARTBEAT_INTERVAL, WatchedRequest
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
@@ -246,6 +246,7 @@ def build_application(
     def telegram_answered() -> None:
         services.telegram_ok_at = clock.now()
 
+    processor = PerChatUpdateProcessor()
     application = (
         ApplicationBuilder()
         .token(settings.telegram_bot_token)
@@ -259,14 +260,14 @@ def build_application(
         .rate_limiter(PacedRateLimiter(pacer))
         .post_init(_post_init)
         .post_shutdown(_post_shutdown)
-        .concurrent_updates(PerChatUpdateProcessor())
+        .concurrent_updates(processor)
         .build()
     )
     application.bot_data["services"] = services
 
-    # Before every handler: group -2 charges the chat's command budget (and stops an update
-    # over budget), then group -1 records the chat.
-    application.add_handler(TypeHandler(Update, budget_guard), group=-2)
+    # Each update is first charged to its chat's command budget, on arrival; one over budget
+    # never reaches a handler. Then group -1 records the chat, before every handler.
+    processor.admission = BudgetGate(application)
     application.add_handler(TypeHandler(object, record_chat), group=-1)
 
     application.add_handler(CommandHandler("start", basic.start))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from telegram import Update
@@ -16,6 +16,9 @@ MAX_WAITING_UPDATES = 4096
 # Handlers running at once. A chat waiting for its own earlier update holds no slot, so one
 # chat that floods the bot cannot crowd the others out.
 MAX_RUNNING_UPDATES = 64
+
+# Decides on arrival, before an update waits for its chat's turn, whether it is handled at all.
+Admission = Callable[[object], Awaitable[bool]]
 
 
 class _ChatTurn:
@@ -36,8 +39,12 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
     """
 
     def __init__(self, max_running: int = MAX_RUNNING_UPDATES,
-                 max_waiting: int = MAX_WAITING_UPDATES) -> None:
+                 max_waiting: int = MAX_WAITING_UPDATES, admission: Admission | None = None
+                 ) -> None:
         super().__init__(max_concurrent_updates=max_waiting)
+        # Set once the application exists (the command budget needs it); runs on arrival, so
+        # a chat waiting for its own slow update is still charged for what it sends meanwhile.
+        self.admission = admission
         self._running = asyncio.BoundedSemaphore(max_running)
         self._turns: dict[int, _ChatTurn] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -54,7 +61,8 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
         if task is not None:
             self._tasks.add(task)
         try:
-            await self._process_in_turn(update, coroutine)
+            if self.admission is None or await self.admission(update):
+                await self._process_in_turn(update, coroutine)
         finally:
             self._tasks.discard(task)  # type: ignore[arg-type]
             if inspect.iscoroutine(coroutine) and inspect.getcoroutinestate(

@@ -1,51 +1,83 @@
-"""The command budget at the chat edge: runs before every handler (see `app.py`)."""
+"""The command budget at the chat edge: every update is charged on arrival (see `app.py`)."""
 
 from __future__ import annotations
 
+import logging
 import math
 
 from telegram import Message, MessageEntity, Update
 from telegram.constants import ChatType
-from telegram.ext import ApplicationHandlerStop
+from telegram.error import TelegramError
+from telegram.ext import Application
 
-from bot.budget import DEFAULT_COST, LOOKUP_COST, command_cost
-from bot.handlers.common import clean_argument, reply
-from bot.handlers.context import BotContext
-from bot.i18n import t
+from bot.budget import DEFAULT_COST, LOOKUP_COST, Decision, command_cost
+from bot.handlers.common import clean_argument
+from bot.handlers.context import Services
+from bot.i18n import language_from_telegram, t
 from bot.models import ArxivId
 
+log = logging.getLogger(__name__)
 
-async def budget_guard(update: Update, context: BotContext) -> None:
-    """Charge the update to its chat's budget; over budget, say so once, then stay silent.
 
-    Nothing after this runs for a refused update, not even recording the chat, so spam costs
-    neither a database write nor an outgoing message. A refused button press is still
-    answered (without text in the silent window), since Telegram expects every press answered.
+class BudgetGate:
+    """The command budget, applied to each update as it arrives (`PerChatUpdateProcessor`'s
+    admission), before it waits for its chat's turn: a chat whose earlier command still runs
+    is charged for the flood it sends meanwhile at the time it sends it.
+
+    Over budget, the chat is told once when to try again and then hears nothing; no handler
+    runs, not even the one that records the chat, so spam costs neither a database write nor
+    an outgoing message. A refused button press is still answered (silently within the
+    window), since Telegram expects every press answered.
     """
-    chat = update.effective_chat
-    if chat is None:
-        return
-    cost = update_cost(update, context.bot.username)
-    if cost is None:
-        return
-    user = update.effective_user
-    in_group = chat.type != ChatType.PRIVATE
-    decision = context.services.budget.charge(
-        chat.id, user.id if in_group and user is not None else None, cost, context.now())
-    if decision.allowed:
-        return
-    query = update.callback_query
-    if decision.notify:
-        lang = await _language(context, chat.id)
+
+    def __init__(self, application: Application) -> None:
+        self._application = application
+
+    async def __call__(self, update: object) -> bool:
+        """Whether the update may be handled."""
+        if not isinstance(update, Update) or (chat := update.effective_chat) is None:
+            return True
+        cost = update_cost(update, self._application.bot.username)
+        if cost is None:
+            return True
+        services: Services = self._application.bot_data["services"]
+        user = update.effective_user
+        in_group = chat.type != ChatType.PRIVATE
+        decision = services.budget.charge(
+            chat.id, user.id if in_group and user is not None else None, cost,
+            services.clock.now())
+        if decision.allowed:
+            return True
+        try:
+            await self._refuse(update, services, decision)
+        except TelegramError as exc:  # the refusal is a courtesy; the update stays refused
+            log.info("could not tell chat %s to slow down: %s", chat.id, exc)
+        return False
+
+    async def _refuse(self, update: Update, services: Services, decision: Decision) -> None:
+        query = update.callback_query
+        if not decision.notify:
+            if query is not None:
+                await query.answer()
+            return
+        lang = await self._language(update, services)
         text = t(lang, "⏳ That is more than I can answer at once. Please try again in "
                        "{seconds} s.", seconds=math.ceil(decision.retry_after))
         if query is not None:
             await query.answer(text)
-        else:
-            await reply(update, context, text)
-    elif query is not None:
-        await query.answer()
-    raise ApplicationHandlerStop
+        elif (message := update.effective_message) is not None:
+            await message.reply_text(text)
+
+    async def _language(self, update: Update, services: Services) -> str:
+        """The chat's language as recorded, else (a chat new to the bot) the user's."""
+        chat_id = update.effective_chat.id
+        record = self._application.chat_data.get(chat_id, {}).get("record")
+        if record is None:
+            record = await services.storage.chats.get(chat_id)
+        if record is not None:
+            return record.language
+        user = update.effective_user
+        return language_from_telegram(user.language_code if user is not None else None)
 
 
 def update_cost(update: Update, bot_username: str | None) -> int | None:
@@ -76,12 +108,3 @@ def _command(message: Message) -> str | None:
     if first is None or first.type != MessageEntity.BOT_COMMAND or first.offset != 0:
         return None
     return message.text[1:first.length] if message.text else None
-
-
-async def _language(context: BotContext, chat_id: int) -> str:
-    """The chat's language; read from the store when this process has not seen the chat yet."""
-    if context.chat_record is None:
-        record = await context.store.chats.get(chat_id)
-        if record is not None:
-            return record.language
-    return context.lang

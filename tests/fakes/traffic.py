@@ -50,7 +50,8 @@ class Sent:
 
 @dataclass(frozen=True, slots=True)
 class Figures:
-    help_latencies: list[float]
+    help_latencies: list[float]  # /help answers not held up by the same chat's own /paper
+    behind_own_paper: list[float]  # /help sent while the same chat's /paper still waited
     paper_latencies: list[float]
     unanswered: list[str]
     noisy_sent: int
@@ -132,16 +133,12 @@ def figures(tg: FakeTelegram, arxiv: FakeArxivServer | None, sent: list[Sent],
     outgoing.sort()
     titles = {f"/paper {paper.arxiv_id}": paper.title for paper in quiet_papers(plan)}
     help_latencies: list[float] = []
+    behind_own_paper: list[float] = []
     paper_latencies: list[float] = []
     unanswered: list[str] = []
     for chat in QUIET_CHATS[:plan.quiet_chats]:
-        helps = [s for s in sent if s.chat_id == chat and s.command == "/help"]
-        help_answers = [at for at, to, text in outgoing if to == chat and HELP_MARK in text]
-        for index, command in enumerate(helps):
-            if index < len(help_answers):
-                help_latencies.append(help_answers[index] - command.at)
-            else:
-                unanswered.append(f"{chat} /help #{index + 1}")
+        # A chat's updates are handled in order: its /paper's span holds up its next /help.
+        paper_spans: list[tuple[float, float]] = []
         for command in (s for s in sent if s.chat_id == chat and s.command.startswith("/paper")):
             title = titles[command.command]
             card = next((at for at, to, text in outgoing if to == chat and title in text), None)
@@ -149,10 +146,21 @@ def figures(tg: FakeTelegram, arxiv: FakeArxivServer | None, sent: list[Sent],
                 unanswered.append(f"{chat} {command.command}")
             else:
                 paper_latencies.append(card - command.at)
+                paper_spans.append((command.at, card))
+        helps = [s for s in sent if s.chat_id == chat and s.command == "/help"]
+        help_answers = [at for at, to, text in outgoing if to == chat and HELP_MARK in text]
+        for index, command in enumerate(helps):
+            if index >= len(help_answers):
+                unanswered.append(f"{chat} /help #{index + 1}")
+                continue
+            held = any(start < command.at < end for start, end in paper_spans)
+            (behind_own_paper if held else help_latencies).append(
+                help_answers[index] - command.at)
     requests = [r for r in arxiv.requests if r.path == "/api/query"] if arxiv else []
     times = [r.time for r in requests]
     return Figures(
         help_latencies=help_latencies,
+        behind_own_paper=behind_own_paper,
         paper_latencies=paper_latencies,
         unanswered=unanswered,
         noisy_sent=sum(s.chat_id == NOISY_CHAT for s in sent),
