@@ -71,9 +71,16 @@ async def test_an_ideographic_space_separates_terms(harness: Harness) -> None:
 async def test_a_cjk_keyword_is_accepted_with_a_note_about_english_abstracts(
         harness: Harness) -> None:
     chinese = await harness.ask(9105, "/follow cs.LG 扩散模型", **ZH)
-    assert "#1" in chinese.text and "扩散模型" in chinese.text
+    assert "✅ 已订阅 #1" in chinese.text and "扩散模型" in chinese.text
     assert "英文" in chinese.text
     english = await harness.ask(9106, "/follow cs.LG 扩散模型")
     assert "Following #1" in english.text and "in English" in english.text
     plain = await harness.ask(9107, "/follow cs.LG diffusion")
     assert "in English" not in plain.text
+
+
+async def test_every_command_argument_is_normalised_not_only_queries(harness: Harness) -> None:
+    reply = await harness.ask(9108, "/digest ０８：３０", **ZH)
+    assert "每天 08:30" in reply.text
+    record = await harness.services.storage.chats.get(9108)
+    assert record is not None and record.digest_time == "08:30"

@@ -555,3 +555,13 @@ def test_digest_messages_are_packed_full(count: int) -> None:
         buttons = sum(len(row) for row in message.reply_markup.inline_keyboard)
         # Full means: no room for one more entry (~300 units), or the 40-entry cap reached.
         assert utf16_len(message.text) > 3600 or buttons == 40
+
+
+def test_chinese_labels_hold_their_value_without_a_stray_space() -> None:
+    v1 = replace(PAPER, title="Routing Attention", authors=PAPER.authors[:7])
+    v2 = replace(PAPER, version=2)
+    text = visible_text(render_alert(v2, kind="revision", matched=["au:yoneki"], lang="zh",
+                                     diff=describe_changes(v1, v2)).text)
+    assert "✏️ 原标题：Routing Attention\n" in text
+    assert "👥 作者变动：+Barbara Liskov\n" in text
+    assert "🔎 匹配：au:yoneki\n" in text

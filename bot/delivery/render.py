@@ -323,12 +323,14 @@ def _diff_lines(diff: PaperDiff, limit: int, lang: str, abstract: str = "") -> l
     if diff.new_version - diff.old_version > 1:
         lines.append(_esc(t(lang, "Changes since v{version}:", version=diff.old_version)))
     if diff.title is not None:
-        lines.append("✏️ " + _esc(t(lang, "Title was:")) + " <i>"
-                     + _clip(_plain(diff.title[0]), limit) + "</i>")
+        # The placeholder sits inside the message, so each language sets its own spacing; the
+        # template is our own text (no markup), the value is escaped here.
+        lines.append("✏️ " + t(lang, "Title was: {title}",
+                               title="<i>" + _clip(_plain(diff.title[0]), limit) + "</i>"))
     if diff.authors_added or diff.authors_removed:
         changes = [f"+{a}" for a in diff.authors_added] + [f"−{a}" for a in diff.authors_removed]
-        lines.append("👥 " + _esc(t(lang, "Authors:")) + " "
-                     + _clip(", ".join(_plain(c) for c in changes), limit))
+        lines.append("👥 " + t(lang, "Authors: {changes}",
+                               changes=_clip(", ".join(_plain(c) for c in changes), limit)))
     if diff.comment is not None:
         old, new = (_plain(c) for c in diff.comment)
         if old and new:
