@@ -565,3 +565,17 @@ def test_chinese_labels_hold_their_value_without_a_stray_space() -> None:
     assert "✏️ 原标题：Routing Attention\n" in text
     assert "👥 作者变动：+Barbara Liskov\n" in text
     assert "🔎 匹配：au:yoneki\n" in text
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from([*"ab .!?。E\n(\"", "Word", "e.g.", "1.93", " The"]),
+                max_size=400).map(lambda parts: " ".join("".join(parts).split())))
+def test_a_preview_is_a_short_prefix_of_the_abstract(text: str) -> None:
+    preview, cut = sentence_preview(text)
+    if not cut:
+        assert preview == text and len(text) <= PREVIEW_MAX_CHARS
+    elif preview.endswith("…"):  # cut at a word
+        assert text.startswith(preview[:-1]) and len(preview) <= PREVIEW_CHARS
+    else:  # cut at a sentence end, near the target
+        assert text.startswith(preview) and PREVIEW_CHARS // 2 <= len(preview) <= PREVIEW_MAX_CHARS
+        assert preview[-1] in ".!?。\"”’)]"
