@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bot import __version__
 from bot.config import ConfigError, Settings, configure_logging, load_settings
-from bot.redaction import TOKEN_REJECTED, token_secrets
+from bot.redaction import TOKEN_REJECTED
 from bot.redaction import install as install_redaction
 from bot.storage.db import DatabaseError
 from bot.storage.lock import DatabaseLock, DatabaseLocked
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     # Before anything can fail: every byte written to stdout or stderr passes the redaction.
-    install_redaction(token_secrets(settings.telegram_bot_token))
+    install_redaction(settings.secrets())
     configure_logging(settings)
     # Whatever sends or stores alerts holds the database's lock for as long as it runs;
     # a dry run and a backup only read, so they may run beside the bot.

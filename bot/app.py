@@ -29,7 +29,9 @@ from bot.config import Settings
 from bot.delivery.pacing import PacedRateLimiter, Pacer
 from bot.delivery.schedule import digest_due
 from bot.delivery.sender import Sender
-from bot.handlers import basic, buttons, library, overview, subscriptions
+from bot.guides.client import GuideClient
+from bot.guides.service import GuideService
+from bot.handlers import basic, buttons, guides, library, overview, subscriptions
 from bot.handlers import settings as chat_settings
 from bot.handlers.common import record_chat
 from bot.handlers.context import BotContext, Services
@@ -61,6 +63,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("help", _("How to write queries; all commands")),
     ("start", _("Introduction")),
 )
+GUIDE_COMMAND = ("guide", _("AI reading guide of a paper"))  # listed when guides are on
 
 
 FIRST_POLL_DELAY = 3.0  # the spec asks for the first poll within 5 s of start-up
@@ -87,9 +90,17 @@ async def _post_init(application: Application) -> None:
         min_interval=settings.arxiv_min_interval_seconds,
     )
     services.lookups = LookupQueue(services.arxiv)
+    if settings.guides_enabled:
+        services.guides = GuideService(
+            services.storage, GuideClient(settings.llm_api_url, settings.llm_model,
+                                          settings.llm_api_key,
+                                          timeout=settings.llm_timeout_seconds),
+            services.clock, chat_daily_limit=settings.guide_chat_daily_limit,
+            daily_limit=settings.guide_daily_limit)
     services.sender = Sender(application.bot, services.storage, services.clock, services.pacer,
                              window=settings.send_window,
-                             on_migrated=services.subscriptions.chat_migrated)
+                             on_migrated=services.subscriptions.chat_migrated,
+                             guides=services.guides is not None)
     services.pipeline = Pipeline(settings, services.storage, services.arxiv,
                                  services.subscriptions, services.clock)
     await set_command_menus(application)
@@ -108,9 +119,11 @@ async def _post_init(application: Application) -> None:
 
 async def set_command_menus(application: Application) -> None:
     """The command menu in each language; best effort: the bot works without it."""
+    services: Services = application.bot_data["services"]
+    menu = COMMANDS if services.guides is None else (*COMMANDS[:6], GUIDE_COMMAND, *COMMANDS[6:])
     try:
         for language in SUPPORTED_LANGUAGES:
-            commands = [BotCommand(name, t(language, text)) for name, text in COMMANDS]
+            commands = [BotCommand(name, t(language, text)) for name, text in menu]
             await application.bot.set_my_commands(
                 commands, language_code=None if language == "en" else language
             )
@@ -148,6 +161,8 @@ async def _post_shutdown(application: Application) -> None:
         await services.lookups.aclose()
     if services.arxiv is not None:
         await services.arxiv.aclose()
+    if services.guides is not None:
+        await services.guides.aclose()
     if getattr(services, "storage", None) is not None:
         await services.storage.close()
 
@@ -201,6 +216,8 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
         log.info("%d alerts held for chats that blocked the bot expired", expired)
     alerts = await storage.outbox.prune(now - OUTBOX_RETENTION_DAYS * 86400)
     papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * 86400)
+    await storage.guides.prune(now - PAPER_RETENTION_DAYS * 86400)
+    await storage.community.prune(now - PAPER_RETENTION_DAYS * 86400)
     if alerts or papers:
         log.info("pruned %d delivered alerts and %d papers", alerts, papers)
     await storage.db.optimize()
@@ -278,6 +295,7 @@ def build_application(
     application.add_handler(CommandHandler("saved", library.saved))
     application.add_handler(CommandHandler("export", library.export))
     application.add_handler(CommandHandler("paper", library.paper))
+    application.add_handler(CommandHandler("guide", guides.guide))
     application.add_handler(CommandHandler("pause", chat_settings.pause))
     application.add_handler(CommandHandler("resume", chat_settings.resume))
     application.add_handler(CommandHandler("digest", chat_settings.digest))

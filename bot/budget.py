@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 # What a command costs from the sustained bucket. Costly ones reach arXiv, build large files
 # or run the matcher over a week of papers.
 DEFAULT_COST = 1
-COMMAND_COSTS: dict[str, int] = {"paper": 3, "export": 3, "follow": 3}
+COMMAND_COSTS: dict[str, int] = {"paper": 3, "export": 3, "follow": 3, "guide": 3,
+                                  "trending": 3}
 LOOKUP_COST = COMMAND_COSTS["paper"]  # an arXiv id or link pasted in a private chat
 
 

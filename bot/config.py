@@ -75,6 +75,24 @@ class Settings:
     arxiv_relaxed_poll_seconds: int = 3600
     arxiv_tight_window_seconds: int = 7200
     arxiv_stale_after_seconds: int = 1800
+    # AI reading guides: off while llm_api_url is empty.
+    llm_api_url: str = ""
+    llm_api_key: str = field(default="", repr=False)
+    llm_model: str = ""
+    llm_timeout_seconds: float = 30.0
+    guide_chat_daily_limit: int = 20
+    guide_daily_limit: int = 500
+    # Hugging Face daily papers: off while hf_papers_url is empty.
+    hf_papers_url: str = "https://huggingface.co/api/daily_papers"
+    hf_poll_interval_seconds: int = 21600
+
+    @property
+    def guides_enabled(self) -> bool:
+        return bool(self.llm_api_url)
+
+    def secrets(self) -> list[str]:
+        """What no log line or output may show: the bot token (both forms) and the LLM key."""
+        return [*token_secrets(self.telegram_bot_token), *[s for s in (self.llm_api_key,) if s]]
 
     def __repr__(self) -> str:
         return (
@@ -84,7 +102,9 @@ class Settings:
             f"poll_interval_seconds={self.poll_interval_seconds}, "
             f"admin_chat_ids={sorted(self.admin_chat_ids)!r}, "
             f"admin_user_ids={sorted(self.admin_user_ids)!r}, log_level={self.log_level!r}, "
-            f"webhook_url={self.webhook_url!r}, webhook_secret='***')"
+            f"webhook_url={self.webhook_url!r}, webhook_secret='***', "
+            f"llm_api_url={self.llm_api_url!r}, llm_api_key='***', "
+            f"llm_model={self.llm_model!r}, hf_papers_url={self.hf_papers_url!r})"
         )
 
 
@@ -214,6 +234,12 @@ def load_settings(
     poll_interval = _int(
         "POLL_INTERVAL_SECONDS", get("POLL_INTERVAL_SECONDS", "900"), 1, 7 * 24 * 3600
     )
+    llm_api_url = get("LLM_API_URL", "") or ""
+    llm_model = get("LLM_MODEL", "") or ""
+    if llm_api_url and not llm_model:
+        raise ConfigError("LLM_MODEL must name the model when LLM_API_URL is set")
+    hf_papers_url = get("HF_PAPERS_URL", Settings.hf_papers_url) or ""
+
     return Settings(
         telegram_bot_token=token,
         telegram_api_url=_url(
@@ -242,6 +268,22 @@ def load_settings(
         **_health(get, poll_interval),
         send_window=None if (window := get("SEND_WINDOW")) is None
         else _int("SEND_WINDOW", window, 1, 1000),
+        llm_api_url=_url("LLM_API_URL", llm_api_url) if llm_api_url else "",
+        llm_api_key=get("LLM_API_KEY", "") or "",
+        llm_model=llm_model,
+        llm_timeout_seconds=_int(
+            "LLM_TIMEOUT_SECONDS", get("LLM_TIMEOUT_SECONDS", "30"), 1, 30
+        ),
+        guide_chat_daily_limit=_int(
+            "GUIDE_CHAT_DAILY_LIMIT", get("GUIDE_CHAT_DAILY_LIMIT", "20"), 0, 100_000
+        ),
+        guide_daily_limit=_int("GUIDE_DAILY_LIMIT", get("GUIDE_DAILY_LIMIT", "500"), 0, 10_000_000),
+        hf_papers_url=(
+            "" if hf_papers_url.lower() == "off" else _url("HF_PAPERS_URL", hf_papers_url)
+        ),
+        hf_poll_interval_seconds=_int(
+            "HF_POLL_INTERVAL_SECONDS", get("HF_POLL_INTERVAL_SECONDS", "21600"), 60, 7 * 24 * 3600
+        ),
     )
 
 
@@ -251,7 +293,7 @@ def configure_logging(settings: Settings) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     # Also redacted at the stream (bot.redaction.install); the filter covers handlers that
     # tests or operators attach to other streams.
-    handler.addFilter(RedactingFilter(token_secrets(settings.telegram_bot_token)))
+    handler.addFilter(RedactingFilter(settings.secrets()))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level)

@@ -194,3 +194,29 @@ class Alert:
     subscription_ids: tuple[int, ...] = ()
     matched_queries: tuple[str, ...] = ()
     saved_revision: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CommunityPick:
+    """A paper on Hugging Face's daily papers list, with what the community made of it."""
+
+    arxiv_id: str  # base id
+    listed_on: str  # the list's day, 'YYYY-MM-DD'
+    title: str = ""
+    upvotes: int = 0
+    comments: int = 0
+    github_repo: str | None = None  # a full https://github.com/owner/name URL
+    github_stars: int | None = None
+    project_page: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Guide:
+    """An AI reading guide of one paper version in one language."""
+
+    arxiv_id: str
+    version: int
+    language: str
+    text: str
+    model: str
+    created_at: float

@@ -124,7 +124,8 @@ class Pipeline:
                 rss_url=self._settings.arxiv_rss_url,
             )
             if not dry_run:
-                await self._store.sources.forget_others(plan.urls)
+                await self._store.sources.forget_others(
+                    plan.urls, under=self._settings.arxiv_rss_url)
             for url in plan.urls:
                 report.sources.append(await self._poll_source(url, report, dry_run))
             if not dry_run:

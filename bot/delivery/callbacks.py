@@ -11,6 +11,7 @@ Wire format: `v1:<kind>:<fields…>`, fields separated by `:`.
 | `r` | `v1:r:2611.11450:3` | remove a paper from the saved library, then show page 3 |
 | `n` | `v1:n` | a label-only button (e.g. the page counter); does nothing |
 | `m` | `v1:m:30`, `v1:m:30:512`| a capped digest's rest after 30 entries of this message (or 512) |
+| `g` | `v1:g:2611.11450v2` | write (or show the cached) AI reading guide of that version |
 
 Button data can be forged by any client, so every field is validated and anything unexpected
 decodes to None; ownership (a subscription row belonging to the pressing chat) is the handler's
@@ -125,11 +126,24 @@ class DigestMore:
 
 
 @dataclass(frozen=True, slots=True)
+class ShowGuide:
+    """The AI reading guide of one paper version."""
+
+    paper: ArxivId
+
+    def __post_init__(self) -> None:
+        _check_id(self.paper)
+        if self.paper.version is None:
+            raise ValueError("the guide button needs a versioned id")
+
+
+@dataclass(frozen=True, slots=True)
 class Noop:
     """A button that only shows a label, such as the page counter."""
 
 
-Action = ToggleSave | ToggleAbstract | Unfollow | SavedPage | RemoveSaved | DigestMore | Noop
+Action = (ToggleSave | ToggleAbstract | Unfollow | SavedPage | RemoveSaved | DigestMore
+          | ShowGuide | Noop)
 
 
 def encode(action: Action) -> str:
@@ -151,6 +165,8 @@ def encode(action: Action) -> str:
             fields = ["m", str(offset)]
         case DigestMore(offset=offset, message_id=message_id):
             fields = ["m", str(offset), str(message_id)]
+        case ShowGuide(paper=paper):
+            fields = ["g", str(paper)]
         case Noop():
             fields = ["n"]
         case _:
@@ -199,6 +215,8 @@ def _decode_fields(kind: str, fields: list[str]) -> Action | None:
         case "m", [offset, message_id]:
             n, m = _int(offset), _int(message_id)
             return None if n is None or m is None else DigestMore(n, m)
+        case "g", [paper]:
+            return _with_id(paper, lambda p: ShowGuide(p))
         case "n", []:
             return Noop()
     return None

@@ -53,9 +53,11 @@ async def load_paper(store: Storage, arxiv_id: str, version: int | None) -> Pape
 
 
 async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
-                        row: OutboxRow | None, *, expanded: bool = False) -> RenderedMessage:
+                        row: OutboxRow | None, *, expanded: bool = False,
+                        guide: bool = False) -> RenderedMessage:
     """The message of one alert row for `paper` (a revision with what changed), or a plain
-    card when the message was no alert (`row` None)."""
+    card when the message was no alert (`row` None); a Hugging Face pick gets its badge line,
+    and `guide` adds the 🧠 Guide button."""
     kind, matched, diff = "card", (), None
     if row is not None:
         kind, matched = row.alert.kind, row.alert.matched_queries
@@ -67,11 +69,12 @@ async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
         paper, kind=kind, matched=matched,
         saved=await store.saved.is_saved(chat_id, paper.arxiv_id),
         expanded=expanded, diff=diff, lang=lang,
+        pick=await store.community.get(paper.arxiv_id), guide=guide,
     )
 
 
 async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow], *,
-                           digest_run: bool = False) -> Composition:
+                           digest_run: bool = False, guide: bool = False) -> Composition:
     """The messages for a chat's pending rows: one alert each, or a digest when there are more
     than DIGEST_THRESHOLD of them or the chat's daily digest is due (`digest_run`)."""
     if digest_run or len(rows) > DIGEST_THRESHOLD:
@@ -82,7 +85,7 @@ async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow]
         if paper is None:
             missing.append(row)
             continue
-        message = await alert_message(store, chat.id, chat.language, paper, row)
+        message = await alert_message(store, chat.id, chat.language, paper, row, guide=guide)
         messages.append(Outgoing((row,), message))
     return Composition(messages, missing, digest=False)
 

@@ -16,11 +16,18 @@ from dataclasses import dataclass, replace
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.delivery.callbacks import DigestMore, ToggleAbstract, ToggleSave, decode, encode
+from bot.delivery.callbacks import (
+    DigestMore,
+    ShowGuide,
+    ToggleAbstract,
+    ToggleSave,
+    decode,
+    encode,
+)
 from bot.delivery.diff import PaperDiff
 from bot.delivery.latex import clean_text, has_latex, latex_to_unicode
 from bot.i18n import t, tn
-from bot.models import AlertKind, ArxivId, Paper
+from bot.models import AlertKind, ArxivId, CommunityPick, Paper
 
 log = logging.getLogger(__name__)
 
@@ -224,8 +231,13 @@ def render_alert(
     expanded: bool = False,
     diff: PaperDiff | None = None,
     lang: str = "en",
+    pick: CommunityPick | None = None,
+    guide: bool = False,
 ) -> RenderedMessage:
-    """An alert (an `AlertKind`) or a card (`kind` "card", no badge) for one paper."""
+    """An alert (an `AlertKind`) or a card (`kind` "card", no badge) for one paper.
+
+    `pick` adds the Hugging Face badge line; `guide` the 🧠 Guide button (guides configured).
+    """
     if expanded:
         abstract, cut = _plain(paper.abstract), False
     else:
@@ -233,10 +245,11 @@ def render_alert(
         abstract, preview_cut = sentence_preview(_plain(source))
         cut = source_cut or preview_cut
     texts = _AlertTexts(_plain(paper.title), abstract, _plain(paper.comment))
-    markup = alert_keyboard(paper, saved=saved, expanded=expanded, lang=lang, expandable=cut)
+    markup = alert_keyboard(paper, saved=saved, expanded=expanded, lang=lang, expandable=cut,
+                            guide=guide)
     limits = _Limits()
     for _ in range(16):
-        text = _alert_html(paper, texts, kind, matched, diff, limits, lang)
+        text = _alert_html(paper, texts, kind, matched, diff, limits, lang, pick)
         over = utf16_len(text) - MAX_MESSAGE_UNITS
         if over <= 0:
             return RenderedMessage(text, markup)
@@ -255,10 +268,12 @@ def render_alert(
 
 
 def render_paper_card(
-    paper: Paper, *, saved: bool = False, expanded: bool = False, lang: str = "en"
+    paper: Paper, *, saved: bool = False, expanded: bool = False, lang: str = "en",
+    pick: CommunityPick | None = None, guide: bool = False,
 ) -> RenderedMessage:
     """The `/paper` card: an alert without badge or matched subscriptions, same buttons."""
-    return render_alert(paper, kind="card", saved=saved, expanded=expanded, lang=lang)
+    return render_alert(paper, kind="card", saved=saved, expanded=expanded, lang=lang,
+                        pick=pick, guide=guide)
 
 
 def _alert_html(
@@ -269,6 +284,7 @@ def _alert_html(
     diff: PaperDiff | None,
     limits: _Limits,
     lang: str,
+    pick: CommunityPick | None = None,
 ) -> str:
     # The badge shares the title's line: a phone's notification preview starts with the title.
     title = f"<b>{_clip(texts.title, limits.title)}</b>"
@@ -286,6 +302,8 @@ def _alert_html(
         # A new paper is from today; a revision's or a looked-up paper's date tells something.
         meta.append(when.strftime("%Y-%m-%d"))
     lines.append(" · ".join(part for part in meta if part))
+    if pick is not None:
+        lines.append(community_badge(pick, lang))
     comment_changed = diff is not None and diff.comment is not None
     if texts.comment and not comment_changed:
         lines.append("💬 " + _clip(texts.comment, limits.comment))
@@ -300,6 +318,27 @@ def _alert_html(
         lines.append("")
         lines.append(_esc(abstract))
     return "\n".join(lines)
+
+
+def community_badge(pick: CommunityPick, lang: str) -> str:
+    """`🤗 42 upvotes · code: github.com/owner/name (★ 1,234)`: the Hugging Face line."""
+    parts = [_esc(tn(lang, "{count} upvote", "{count} upvotes", pick.upvotes))]
+    if pick.comments:
+        parts.append(_esc(tn(lang, "{count} comment", "{count} comments", pick.comments)))
+    if pick.github_repo:
+        repo = truncate_at_word(pick.github_repo.split("://", 1)[-1].removeprefix("www."), 80)
+        stars = f" (★ {pick.github_stars:,})" if pick.github_stars else ""
+        parts.append(_esc(t(lang, "code:")) + " " + _link(pick.github_repo, repo) + stars)
+    if pick.project_page:
+        parts.append(_link(pick.project_page, t(lang, "project page")))
+    return "🤗 " + " · ".join(parts)
+
+
+def _link(url: str, text: str) -> str:
+    """An HTML link for an outside http(s) URL; only the text for anything else."""
+    if not url.startswith(("https://", "http://")) or len(url) > 500:
+        return _esc(text)
+    return f'<a href="{html.escape(url, quote=True)}">{_esc(text)}</a>'
 
 
 def _matched_line(matched: Sequence[str], limits: _Limits, lang: str) -> str:
@@ -361,9 +400,11 @@ def _diff_lines(diff: PaperDiff, limit: int, lang: str, abstract: str = "") -> l
 
 
 def alert_keyboard(
-    paper: Paper, *, saved: bool, expanded: bool, lang: str = "en", expandable: bool = True
+    paper: Paper, *, saved: bool, expanded: bool, lang: str = "en", expandable: bool = True,
+    guide: bool = False,
 ) -> InlineKeyboardMarkup:
-    """Save / Full abstract toggles and links to the abstract page and the PDF."""
+    """Save / Full abstract toggles; 🧠 Guide (when guides are on) beside the links to the
+    abstract page and the PDF."""
     first_row = []
     paper_id = _version_id(paper)
     if paper_id is not None:
@@ -376,6 +417,10 @@ def alert_keyboard(
         InlineKeyboardButton(t(lang, "🌐 arXiv"), url=paper.abs_url),
         InlineKeyboardButton(t(lang, "📥 PDF"), url=paper.pdf_url),
     ]
+    if guide and paper_id is not None:
+        # Beside the links: the first row's two toggles already fill a phone's width.
+        links.insert(0, InlineKeyboardButton(t(lang, "🧠 Guide"),
+                                             callback_data=encode(ShowGuide(paper_id))))
     return InlineKeyboardMarkup([row for row in (first_row, links) if row])
 
 

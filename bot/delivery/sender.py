@@ -129,10 +129,11 @@ class Sender:
 
     def __init__(self, bot: Bot, storage: Storage, clock: Clock, pacer: Pacer | None = None, *,
                  window: int | None = None,
-                 on_migrated: Callable[[int, int], Awaitable[object]] | None = None) -> None:
+                 on_migrated: Callable[[int, int], Awaitable[object]] | None = None,
+                 guides: bool = False) -> None:
         """`on_migrated(old_id, new_id)` runs after a group moved to a supergroup id, for
         whatever keeps chat ids in memory (the subscription matcher). `window` None means
-        DEFAULT_SEND_WINDOW."""
+        DEFAULT_SEND_WINDOW; `guides` adds the 🧠 Guide button to alerts."""
         window = DEFAULT_SEND_WINDOW if window is None else window
         if window < 1:
             raise ValueError(f"the send window must be at least 1, got {window}")
@@ -141,6 +142,7 @@ class Sender:
         self._clock = clock
         self._pacer = pacer or Pacer()
         self._on_migrated = on_migrated
+        self._guides = guides
         self._lock = asyncio.Lock()
         self._window = asyncio.Semaphore(window)
         self.window = window
@@ -247,7 +249,8 @@ class Sender:
         rows = await self._store.outbox.pending_for_chat(chat_id, self._clock.now())
         if not rows:
             return
-        composition = await compose_for_chat(self._store, chat, rows, digest_run=digest_mode_run)
+        composition = await compose_for_chat(self._store, chat, rows, digest_run=digest_mode_run,
+                                             guide=self._guides)
         if composition.missing:
             await self._store.outbox.mark_failed([r.id for r in composition.missing],
                                                  "paper missing from the store")

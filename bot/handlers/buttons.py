@@ -10,7 +10,7 @@ from telegram.constants import ParseMode
 from bot.delivery import callbacks
 from bot.delivery.compose import alert_message, digest_continued, load_paper
 from bot.delivery.render import with_saved_state
-from bot.handlers import library, subscriptions
+from bot.handlers import guides, library, subscriptions
 from bot.handlers.common import edit_quietly, reply
 from bot.handlers.context import BotContext
 from bot.i18n import t
@@ -39,6 +39,8 @@ async def on_button(update: Update, context: BotContext) -> None:
             await library.on_remove_button(update, context, action)
         case callbacks.DigestMore():
             await on_more(update, context, action)
+        case callbacks.ShowGuide():
+            await guides.on_guide_button(update, context, action)
         case callbacks.Noop():
             # Always answer, even with nothing to say, or the client shows a spinner.
             await query.answer()
@@ -120,7 +122,8 @@ async def on_abstract(update: Update, context: BotContext,
     row = await store.outbox.by_message(chat_id, message.message_id)
     if row is not None and row.alert.arxiv_id != paper.arxiv_id:
         row = None  # a digest's message: the paper is shown as a card
-    rendered = await alert_message(store, chat_id, lang, paper, row, expanded=action.expand)
+    rendered = await alert_message(store, chat_id, lang, paper, row, expanded=action.expand,
+                                   guide=context.services.guides is not None)
     await query.answer()
     await edit_quietly(message.edit_text(
         rendered.text, parse_mode=ParseMode.HTML, reply_markup=rendered.reply_markup,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from bot.arxiv.lookups import LookupQueue
     from bot.delivery.pacing import Pacer
     from bot.delivery.sender import Sender
+    from bot.guides.service import GuideService
     from bot.handlers.progress import ProgressPolicy
     from bot.pipeline import Pipeline
     from bot.query.service import SubscriptionService
@@ -46,6 +47,7 @@ class Services:
     budget: CommandBudget = field(default_factory=CommandBudget)
     lookups: LookupQueue | None = None
     progress: ProgressPolicy | None = None  # None: the defaults; tests show progress at once
+    guides: GuideService | None = None  # None when no LLM endpoint is configured
 
 
 class BotContext(CallbackContext[ExtBot, dict, dict, dict]):

@@ -168,4 +168,6 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
 
 async def _card(update: Update, context: BotContext, paper: Paper) -> RenderedMessage:
     saved = await context.store.saved.is_saved(update.effective_chat.id, paper.arxiv_id)
-    return render_paper_card(paper, saved=saved, lang=context.lang)
+    return render_paper_card(paper, saved=saved, lang=context.lang,
+                             pick=await context.store.community.get(paper.arxiv_id),
+                             guide=context.services.guides is not None)

@@ -103,6 +103,8 @@ async def stats(update: Update, context: BotContext) -> None:
         t(lang, "📊 <b>arXiv at a glance</b>"),
         t(lang, "Last 24 h: {counts}", counts=_announced(lang, **day)),
         t(lang, "Last 7 days: {counts}", counts=_announced(lang, **week)),
+        t(lang, "AI reading guides: <b>+{count:,}</b> in 24 h",
+          count=await store.guides.written_since(now - DAY)),
         "",
     ]
     sources = await store.sources.all()

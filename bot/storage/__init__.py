@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.storage.chats import ChatRepository
+from bot.storage.community import CommunityRepository
 from bot.storage.db import Database
+from bot.storage.guides import GuideRepository
 from bot.storage.heartbeats import HeartbeatRepository
 from bot.storage.outbox import OutboxRepository
 from bot.storage.papers import PaperRepository
@@ -26,6 +28,8 @@ class Storage:
         self.saved = SavedRepository(db)
         self.sources = SourceRepository(db)
         self.heartbeats = HeartbeatRepository(db)
+        self.guides = GuideRepository(db)
+        self.community = CommunityRepository(db)
 
     @classmethod
     async def open(cls, path: Path | str) -> Storage:

@@ -274,6 +274,49 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         CREATE INDEX outbox_created ON outbox(created_at);
         """,
     ),
+    (
+        7,
+        "AI reading guides and Hugging Face community picks",
+        """
+        -- One guide per paper version and language: a second press anywhere costs no call.
+        CREATE TABLE guides (
+            arxiv_id   TEXT NOT NULL,
+            version    INTEGER NOT NULL,
+            language   TEXT NOT NULL,
+            text       TEXT NOT NULL,
+            model      TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (arxiv_id, version, language)
+        );
+        CREATE INDEX guides_created ON guides(created_at);
+
+        -- Every request to the guide endpoint, for the per-chat and global daily budgets.
+        CREATE TABLE guide_calls (
+            id        INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id   INTEGER NOT NULL,
+            called_at REAL NOT NULL,
+            ok        INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX guide_calls_chat ON guide_calls(chat_id, called_at);
+        CREATE INDEX guide_calls_time ON guide_calls(called_at);
+
+        -- Papers on Hugging Face's daily list, with the community's signals.
+        CREATE TABLE community_picks (
+            arxiv_id      TEXT PRIMARY KEY,
+            listed_on     TEXT NOT NULL,               -- 'YYYY-MM-DD', the list's day
+            title         TEXT NOT NULL DEFAULT '',
+            upvotes       INTEGER NOT NULL DEFAULT 0,
+            comments      INTEGER NOT NULL DEFAULT 0,
+            github_repo   TEXT,
+            github_stars  INTEGER,
+            project_page  TEXT,
+            first_seen_at REAL NOT NULL,
+            updated_at    REAL NOT NULL
+        );
+        CREATE INDEX community_picks_day ON community_picks(listed_on, upvotes);
+        CREATE INDEX community_picks_seen ON community_picks(first_seen_at);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

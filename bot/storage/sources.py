@@ -123,9 +123,11 @@ class SourceRepository:
             (url, *values),
         )
 
-    async def forget_others(self, urls: Collection[str]) -> int:
+    async def forget_others(self, urls: Collection[str], under: str = "") -> int:
         """Delete the records of feed URLs the plan no longer has (follows changed the URLs),
-        which /stats and /status would otherwise show as scans that stopped days ago."""
+        which /stats and /status would otherwise show as scans that stopped days ago.
+        With `under`, only URLs starting with it are considered: other sources keep theirs."""
         marks = ",".join("?" * len(urls))
-        return await self._db.execute(f"DELETE FROM sources WHERE url NOT IN ({marks})",
-                                      tuple(urls))
+        return await self._db.execute(
+            f"DELETE FROM sources WHERE substr(url, 1, ?) = ? AND url NOT IN ({marks})",
+            (len(under), under, *urls))

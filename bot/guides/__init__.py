@@ -1,0 +1,1 @@
+"""AI reading guides, written on request by an OpenAI-compatible chat-completions endpoint."""
