@@ -31,7 +31,7 @@ from bot.delivery.schedule import digest_due
 from bot.delivery.sender import Sender
 from bot.guides.client import GuideClient
 from bot.guides.service import GuideService
-from bot.handlers import basic, buttons, guides, library, overview, subscriptions
+from bot.handlers import basic, buttons, guides, library, overview, subscriptions, trending
 from bot.handlers import settings as chat_settings
 from bot.handlers.common import record_chat
 from bot.handlers.context import BotContext, Services
@@ -41,6 +41,7 @@ from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
 from bot.polling import schedule_polls
 from bot.query.service import SubscriptionService
+from bot.sources.huggingface import CommunityPicks
 from bot.storage import Storage
 from bot.storage.heartbeats import Beat
 from bot.update_processor import PerChatUpdateProcessor
@@ -64,6 +65,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("start", _("Introduction")),
 )
 GUIDE_COMMAND = ("guide", _("AI reading guide of a paper"))  # listed when guides are on
+TRENDING_COMMAND = ("trending", _("Today's Hugging Face community picks"))  # when HF is on
+HF_FIRST_POLL_DELAY = 20.0  # after the first arXiv poll has had its turn
 
 
 FIRST_POLL_DELAY = 3.0  # the spec asks for the first poll within 5 s of start-up
@@ -97,6 +100,9 @@ async def _post_init(application: Application) -> None:
                                           timeout=settings.llm_timeout_seconds),
             services.clock, chat_daily_limit=settings.guide_chat_daily_limit,
             daily_limit=settings.guide_daily_limit)
+    if settings.hf_papers_url:
+        services.community = CommunityPicks(settings.hf_papers_url, services.storage,
+                                            services.arxiv, services.clock)
     services.sender = Sender(application.bot, services.storage, services.clock, services.pacer,
                              window=settings.send_window,
                              on_migrated=services.subscriptions.chat_migrated,
@@ -115,12 +121,18 @@ async def _post_init(application: Application) -> None:
     jobs.run_repeating(tracked(prune_job), interval=86400, first=600, name="prune")
     jobs.run_repeating(tracked(telegram_heartbeat_job), interval=TELEGRAM_HEARTBEAT_INTERVAL,
                        first=1.0, name="telegram-heartbeat")
+    if services.community is not None:
+        jobs.run_repeating(tracked(community_job), interval=settings.hf_poll_interval_seconds,
+                           first=HF_FIRST_POLL_DELAY, name="huggingface")
 
 
 async def set_command_menus(application: Application) -> None:
     """The command menu in each language; best effort: the bot works without it."""
     services: Services = application.bot_data["services"]
-    menu = COMMANDS if services.guides is None else (*COMMANDS[:6], GUIDE_COMMAND, *COMMANDS[6:])
+    extra = tuple(command for command, on in ((GUIDE_COMMAND, services.guides is not None),
+                                              (TRENDING_COMMAND, services.community is not None))
+                  if on)
+    menu = (*COMMANDS[:6], *extra, *COMMANDS[6:])
     try:
         for language in SUPPORTED_LANGUAGES:
             commands = [BotCommand(name, t(language, text)) for name, text in menu]
@@ -163,8 +175,21 @@ async def _post_shutdown(application: Application) -> None:
         await services.arxiv.aclose()
     if services.guides is not None:
         await services.guides.aclose()
+    if services.community is not None:
+        await services.community.aclose()
     if getattr(services, "storage", None) is not None:
         await services.storage.close()
+
+
+async def community_job(context: BotContext) -> None:
+    """Hugging Face's daily list, a few times a day; its failures stay on its own source.
+
+    An alert already sent is not edited when its paper reaches the list later: an edit notifies
+    nobody, so the badge would go unseen, and it would spend the chat's message budget; the
+    paper shows in /trending (and /trending mine) instead.
+    """
+    if context.services.community is not None:
+        await context.services.community.poll()
 
 
 async def drain_job(context: BotContext) -> None:
@@ -296,6 +321,7 @@ def build_application(
     application.add_handler(CommandHandler("export", library.export))
     application.add_handler(CommandHandler("paper", library.paper))
     application.add_handler(CommandHandler("guide", guides.guide))
+    application.add_handler(CommandHandler("trending", trending.trending))
     application.add_handler(CommandHandler("pause", chat_settings.pause))
     application.add_handler(CommandHandler("resume", chat_settings.resume))
     application.add_handler(CommandHandler("digest", chat_settings.digest))

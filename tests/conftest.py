@@ -126,6 +126,7 @@ def make_settings(tmp_path: Path, tg: FakeTelegram, arxiv: FakeArxivServer,
         "DATABASE_PATH": str(tmp_path / "data" / "bot.sqlite3"),
         "ARXIV_MIN_INTERVAL_SECONDS": "0",
         "ADMIN_CHAT_IDS": "1",
+        "HF_PAPERS_URL": "off",  # nothing may reach the internet; tests that want it pass a fake
         **overrides,
     }
     return load_settings(env, env_file=None)

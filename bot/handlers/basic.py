@@ -68,9 +68,18 @@ async def start(update: Update, context: BotContext) -> None:
     await reply(update, context, t(context.lang, START_TEXT))
 
 
+GUIDE_HELP = _("/guide &lt;id&gt; — an AI reading guide written from the abstract (also the "
+               "🧠 Guide button)")
+TRENDING_HELP = _("/trending — today's Hugging Face community picks; /trending mine — those "
+                  "matching your subscriptions")
+
+
 async def help_command(update: Update, context: BotContext) -> None:
-    """Explain the query language and every command."""
-    await reply(update, context, t(context.lang, HELP_TEXT))
+    """Explain the query language and every command (the optional ones when they are on)."""
+    extras = [t(context.lang, text) for text, on in (
+        (GUIDE_HELP, context.services.guides is not None),
+        (TRENDING_HELP, context.services.community is not None)) if on]
+    await reply(update, context, "\n".join([t(context.lang, HELP_TEXT), *extras]))
 
 
 async def unknown_command(update: Update, context: BotContext) -> None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from bot.handlers.progress import ProgressPolicy
     from bot.pipeline import Pipeline
     from bot.query.service import SubscriptionService
+    from bot.sources.huggingface import CommunityPicks
     from bot.storage.chats import Chat
 
 
@@ -48,6 +49,7 @@ class Services:
     lookups: LookupQueue | None = None
     progress: ProgressPolicy | None = None  # None: the defaults; tests show progress at once
     guides: GuideService | None = None  # None when no LLM endpoint is configured
+    community: CommunityPicks | None = None  # None when HF_PAPERS_URL is off
 
 
 class BotContext(CallbackContext[ExtBot, dict, dict, dict]):

@@ -74,6 +74,12 @@ def freshness_line(lang: str, source: Source, zone: str) -> str:
     )
 
 
+def is_arxiv_feed(context: BotContext, source: Source) -> bool:
+    """Whether the source is an arXiv feed, which keeps to arXiv's calendar (Hugging Face's
+    daily list does not)."""
+    return source.url.startswith(context.settings.arxiv_rss_url)
+
+
 def source_mark(source: Source, failed: str) -> str:
     if source.state.freshness is Freshness.STALE:
         return "⚠️"
@@ -105,6 +111,9 @@ async def stats(update: Update, context: BotContext) -> None:
         t(lang, "Last 7 days: {counts}", counts=_announced(lang, **week)),
         t(lang, "AI reading guides: <b>+{count:,}</b> in 24 h",
           count=await store.guides.written_since(now - DAY)),
+        t(lang, "HF community picks: <b>+{day:,}</b> in 24 h, <b>+{week:,}</b> in 7 days",
+          day=await store.community.count_since(now - DAY),
+          week=await store.community.count_since(now - 7 * DAY)),
         "",
     ]
     sources = await store.sources.all()
@@ -121,7 +130,8 @@ async def stats(update: Update, context: BotContext) -> None:
             time=local_time(source.last_success_at, zone, "%H:%M"),
             age=age(lang, now - source.last_success_at),
         ))
-        lines.append(freshness_line(lang, source, zone))
+        if is_arxiv_feed(context, source):
+            lines.append(freshness_line(lang, source, zone))
     subscriptions = await context.subscriptions.for_chat(chat_id)
     lines += [
         "",
@@ -161,7 +171,8 @@ async def status(update: Update, context: BotContext) -> None:
                              "items last fetch: {items}",
                        last=last, failures=source.consecutive_failures,
                        items=source.last_items if source.last_items is not None else "—"))
-        lines.append(freshness_line(lang, source, "UTC"))
+        if is_arxiv_feed(context, source):
+            lines.append(freshness_line(lang, source, "UTC"))
         if source.last_error:
             lines.append(t(lang, "    last error: {error}", error=quote(source.last_error[:300])))
         if source.state.listing_error:

@@ -1,0 +1,1 @@
+"""Sources beside arXiv that add signals to its papers."""
