@@ -243,3 +243,16 @@ async def test_the_key_never_reaches_the_log(tmp_path: Path, fake_telegram: Fake
         assert KEY not in repr(settings)
     finally:
         root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+
+
+async def test_a_paper_the_bot_never_saw_is_looked_up_on_arxiv_first(
+        harness: Harness, fake_llm: FakeLLM) -> None:
+    harness.arxiv.set_api_papers([make_paper(77, title="Diffusion for tabular data")])
+    before = len(harness.tg.messages(LAB))
+    harness.tg.send_command(LAB, "/guide 2611.10077")
+    guide = await finished_reply(harness, LAB, before)
+    assert "Diffusion for tabular data" in guide.text and "arXiv:2611.10077v1" in guide.text
+    assert "Diffusion for tabular data" in fake_llm.requests[0].user_text
+    missing = await harness.ask(LAB, "/guide 2611.99999")
+    assert "arXiv has no paper 2611.99999" in missing.text
+    assert len(fake_llm.requests) == 1
