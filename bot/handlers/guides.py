@@ -10,7 +10,7 @@ from telegram.constants import ParseMode
 from bot.arxiv.errors import ArxivError
 from bot.arxiv.lookups import TooManyLookups
 from bot.delivery import callbacks
-from bot.delivery.guides import render_failure, render_guide, render_refusal, render_writing
+from bot.guides.render import render_failure, render_guide, render_refusal, render_writing
 from bot.guides.service import GuideService, Refusal
 from bot.handlers.common import quote, read_argument, reply
 from bot.handlers.context import BotContext
