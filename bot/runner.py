@@ -103,6 +103,10 @@ class Stopper:
         if application.updater is not None and application.updater.running:
             await application.updater.stop()
         services = application.bot_data.get("services")
+        if services is not None and services.sender is not None:
+            # No new send starts from here; those in flight are answered and recorded (or
+            # stay claimed, to be sent again at the next start), so the drain ends cleanly.
+            await services.sender.stop(timeout=STOP_GRACE)
         work = set(services.work) if services is not None else set()
         processor = application.update_processor
         work |= getattr(processor, "running_tasks", set())

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from telegram.ext import Application
 
 from bot.app import build_application, send_due_digests
@@ -22,6 +23,12 @@ from bot.pipeline import PollReport
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
 from tests.fakes.telegram_server import CallbackAnswer, FakeTelegram, SentMessage
+
+# Property tests check what a function returns, not how fast: on a busy 2-core machine a
+# 200 ms deadline or a slow-generation health check fails for reasons that are not bugs.
+settings.register_profile("shared-machine", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-machine")
 
 TOKEN = "123456:TEST-token_abcdefghijklmnopqrstuvwxyz"
 

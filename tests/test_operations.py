@@ -311,3 +311,28 @@ async def test_the_bot_starts_when_the_command_menu_cannot_be_set(
     warnings = [r.getMessage() for r in caplog.records if "command menu" in r.getMessage()]
     assert len(warnings) == 1, "logged once"
     assert "starting anyway" in warnings[0]
+
+
+def test_sigterm_lets_sends_in_flight_be_recorded_so_none_repeats(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
+    bots: list[BotProcess],
+) -> None:
+    chats = range(7101, 7106)
+    database = tmp_path / "data" / "bot.sqlite3"
+    asyncio.run(seed_followers(database, chats))
+    fake_arxiv.set_feed(None, rss_feed([make_paper(n) for n in range(1, 4)], names=("cs",),
+                                       announce_date=datetime(2026, 11, 30, 5, tzinfo=UTC)))
+    # Telegram is slow but answers: a stop must wait for the answers it can still record.
+    fake_telegram.delay_next("sendMessage", 1.5, times=1000)
+    bot = BotProcess(tmp_path, bot_settings(fake_telegram.api_url, fake_telegram.token,
+                                            fake_arxiv, tmp_path, LOG_LEVEL="INFO"))
+    bots.append(bot)
+    bot.wait_for_log("poll source=")
+    time.sleep(1.0)  # requests are in flight now
+    assert bot.terminate_and_wait(timeout=STOP_TIMEOUT) == 0, bot.stderr
+    accepted = len(fake_telegram.all_messages())
+    statuses = outbox_statuses(database)
+    assert accepted > 0, "some requests were in flight at the stop"
+    assert statuses.get("sent", 0) == accepted, (
+        f"Telegram accepted {accepted} alerts but {statuses} were recorded: "
+        "the unrecorded ones would be sent again at the next start")
