@@ -172,6 +172,13 @@ class AlertKind(StrEnum):
     REVISION = "revision"
 
 
+class Feedback(StrEnum):
+    """A chat's 👍 ("more like this") or 👎 ("less like this") on a paper."""
+
+    MORE = "more"
+    LESS = "less"
+
+
 class OutboxStatus(StrEnum):
     """Where an outbox row is on its way to the chat."""
 

@@ -10,6 +10,7 @@ from bot.delivery.callbacks import (
     MAX_BYTES,
     DigestMore,
     Noop,
+    Rate,
     RemoveSaved,
     SavedPage,
     ToggleAbstract,
@@ -18,7 +19,7 @@ from bot.delivery.callbacks import (
     decode,
     encode,
 )
-from bot.models import ArxivId
+from bot.models import ArxivId, Feedback
 
 NEW_ID = ArxivId("2611.11450")
 OLD_ID_V12 = ArxivId("math.AG/0601001", 12)
@@ -35,6 +36,8 @@ OLD_ID_V12 = ArxivId("math.AG/0601001", 12)
         (Unfollow(42), "v1:u:42"),
         (SavedPage(3), "v1:p:3"),
         (RemoveSaved(ArxivId("hep-th/9901001"), page=2), "v1:r:hep-th/9901001:2"),
+        (Rate(NEW_ID, Feedback.MORE, give=True), "v1:f:2611.11450:m:1"),
+        (Rate(ArxivId("hep-th/9901001"), Feedback.LESS, give=False), "v1:f:hep-th/9901001:l:0"),
         (Noop(), "v1:n"),
         (DigestMore(40), "v1:m:40"),
         (DigestMore(140, message_id=512), "v1:m:140:512"),
@@ -76,6 +79,9 @@ def test_an_id_too_long_for_telegram_is_refused_when_encoding() -> None:
         lambda: RemoveSaved(ArxivId("2611.11450", 2), page=1),  # library holds base ids
         lambda: Unfollow(True),
         lambda: ToggleSave(ArxivId("２６１１.１１４５０")),  # full-width digits
+        lambda: Rate(ArxivId("2611.11450", 2), Feedback.MORE, give=True),  # labels: base ids
+        lambda: Rate(NEW_ID, "more", give=True),  # type: ignore[arg-type]
+        lambda: Rate(NEW_ID, Feedback.LESS, give=1),  # type: ignore[arg-type]
     ],
 )
 def test_invalid_actions_cannot_be_built(build: object) -> None:
@@ -123,6 +129,11 @@ def test_invalid_actions_cannot_be_built(build: object) -> None:
         "v1:m:-1",
         "v1:m:30:0",
         "v1:m:30:512:1",
+        "v1:f:2611.11450:m",
+        "v1:f:2611.11450:x:1",
+        "v1:f:2611.11450:m:2",
+        "v1:f:2611.11450v2:m:1",  # a label is for the paper, not a version
+        "v1:f:2611.11450:more:1",
         "v1:s:2611.11450\n",
         "v1:p:1" + "0" * 70,
         "v1:s:" + "a" * 80 + "/0601001",
@@ -156,6 +167,7 @@ actions = st.one_of(
     st.builds(SavedPage, st.integers(1, 100_000)),
     st.builds(RemoveSaved, base_only_ids, st.integers(1, 100_000)),
     st.builds(DigestMore, st.integers(0, 2**63 - 1), st.none() | st.integers(1, 2**63 - 1)),
+    st.builds(Rate, base_only_ids, st.sampled_from(Feedback), st.booleans()),
     st.just(Noop()),
 )
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.models import AnnounceType, Paper
+from bot.models import AnnounceType, Feedback, Paper
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage, utf16_len
 
@@ -121,7 +121,7 @@ async def test_an_alert_is_valid_html_with_escaped_title_latex_and_every_button(
     assert "arXiv:2611.10007v1" in alert.text
     assert alert.params["link_preview_options"] == {"is_disabled": True}
     assert [b["text"] for b in alert.buttons] == [
-        "⭐ Save", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
+        "⭐ Save", "👍", "👎", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
     assert button(alert, "arXiv")["url"] == "https://arxiv.org/abs/2611.10007"
     assert button(alert, "PDF")["url"] == "https://arxiv.org/pdf/2611.10007v1"
     assert all(len(data.encode()) <= 64 for data in alert.callback_data)
@@ -138,7 +138,7 @@ async def test_save_toggles_to_saved_and_back_keeping_the_keyboard(harness: Harn
 
     assert "Saved" in (answer.text or "")
     after = harness.tg.message(LAB, alert.message_id)
-    assert after.button_texts == ["⭐ Saved", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
+    assert after.button_texts == ["⭐ Saved", "👍", "👎", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
     assert after.text == alert.text, "saving edits only the keyboard"
     assert await saved.is_saved(LAB, "2611.10001")
 
@@ -146,7 +146,7 @@ async def test_save_toggles_to_saved_and_back_keeping_the_keyboard(harness: Harn
 
     assert "Removed" in (answer.text or "")
     again = harness.tg.message(LAB, alert.message_id)
-    assert again.button_texts == ["⭐ Save", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
+    assert again.button_texts == ["⭐ Save", "👍", "👎", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
     assert not await saved.is_saved(LAB, "2611.10001")
 
 
@@ -165,19 +165,20 @@ async def test_abstract_expands_and_collapses_and_the_keyboard_survives_every_ed
     expanded = harness.tg.message(LAB, alert.message_id)
     assert "THE-END" in expanded.text
     assert "Matched: cs.LG" in expanded.text
-    assert expanded.button_texts == ["⭐ Save", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
+    assert expanded.button_texts == ["⭐ Save", "👍", "👎", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
 
     # Saving while expanded keeps the full abstract; collapsing keeps the Saved state.
     await harness.press(LAB, alert.message_id, button(expanded, "Save")["callback_data"])
     saved = harness.tg.message(LAB, alert.message_id)
     assert "THE-END" in saved.text
-    assert saved.button_texts == ["⭐ Saved", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
+    assert saved.button_texts == ["⭐ Saved", "👍", "👎", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
 
     await harness.press(LAB, alert.message_id, button(saved, "Collapse")["callback_data"])
 
     collapsed = harness.tg.message(LAB, alert.message_id)
     assert collapsed.text == alert.text
-    assert collapsed.button_texts == ["⭐ Saved", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
+    assert collapsed.button_texts == [
+        "⭐ Saved", "👍", "👎", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
     assert collapsed.edit_count == 3
 
 
@@ -203,7 +204,7 @@ async def test_pressing_twice_quickly_is_harmless(harness: Harness) -> None:
     assert "THE-END" in message.text
     is_saved = await harness.services.storage.saved.is_saved(LAB, "2611.10001")
     assert ("⭐ Saved" in message.button_texts) == is_saved, "the keyboard tells the truth"
-    assert len(message.buttons) == 4
+    assert len(message.buttons) == 6
     assert harness.tg.messages(LAB)[-1].message_id == alert.message_id, "no error message"
 
 
@@ -377,7 +378,7 @@ async def test_an_entity_error_is_retried_once_as_plain_text(harness: Harness) -
     assert alert.parse_mode is None
     assert "Tails & <heads>" in alert.text
     assert "<b>" not in alert.text
-    assert len(alert.buttons) == 4, "the plain copy keeps its buttons"
+    assert len(alert.buttons) == 6, "the plain copy keeps its buttons"
     assert (await harness.services.storage.outbox.counts())["sent"] == 1
 
 
@@ -512,3 +513,53 @@ async def test_a_revision_during_a_pause_shows_both_versions_in_the_catch_up_dig
     shown = [d.split(":")[2] for d in saves]
     assert shown.count("2611.10001v1") == 1 and shown.count("2611.10001v2") == 1
     assert len(shown) == len(set(shown)) == 12
+
+
+async def test_thumbs_toggle_show_their_state_and_never_touch_the_library(
+    harness: Harness,
+) -> None:
+    await follow(harness, LAB, "cs.LG")
+    harness.serve_feed([make_paper(1)], announce_date=DAY1)
+    await harness.poll()
+    [alert] = alerts(harness, LAB)
+    store = harness.services.storage
+    await harness.press(LAB, alert.message_id, button(alert, "Save")["callback_data"])
+
+    answer = await harness.press(LAB, alert.message_id, button(alert, "👍")["callback_data"])
+
+    assert "more like this" in (answer.text or "")
+    liked = harness.tg.message(LAB, alert.message_id)
+    assert liked.button_texts[:3] == ["⭐ Saved", "👍✓", "👎"]
+    assert liked.text == alert.text, "a label edits only the keyboard"
+    assert await store.feedback.get(LAB, "2611.10001") == Feedback.MORE
+    assert await store.feedback.labelled_at(LAB, "2611.10001") is not None
+
+    # 👎 replaces 👍, and the paper stays saved.
+    answer = await harness.press(LAB, alert.message_id, button(liked, "👎")["callback_data"])
+    assert "less like this" in (answer.text or "")
+    disliked = harness.tg.message(LAB, alert.message_id)
+    assert disliked.button_texts[:3] == ["⭐ Saved", "👍", "👎✓"]
+    assert await store.feedback.get(LAB, "2611.10001") == Feedback.LESS
+    assert await store.saved.is_saved(LAB, "2611.10001"), "👎 never removes a saved paper"
+
+    # Pressing the lit 👎 clears the label.
+    answer = await harness.press(LAB, alert.message_id, button(disliked, "👎✓")["callback_data"])
+    assert "cleared" in (answer.text or "")
+    cleared = harness.tg.message(LAB, alert.message_id)
+    assert cleared.button_texts[:3] == ["⭐ Saved", "👍", "👎"]
+    assert await store.feedback.get(LAB, "2611.10001") is None
+
+    # Two quick presses of the unlit 👍 both mean "more": it ends lit, not toggled back.
+    data = button(cleared, "👍")["callback_data"]
+    presses = [harness.tg.press_button(LAB, alert.message_id, data) for _ in range(2)]
+    await harness.tg.wait_for(
+        lambda: {a.callback_query_id for a in harness.tg.callback_answers} >= set(presses),
+        what="an answer to both presses",
+    )
+    await harness.settle()
+    assert await store.feedback.get(LAB, "2611.10001") == Feedback.MORE
+    assert harness.tg.message(LAB, alert.message_id).button_texts[1] == "👍✓"
+
+    # The card of /paper shows the chat's label too.
+    card = await harness.ask(LAB, "/paper 2611.10001")
+    assert card.button_texts[:3] == ["⭐ Saved", "👍✓", "👎"]

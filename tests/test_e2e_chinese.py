@@ -76,7 +76,7 @@ async def test_a_chinese_user_gets_chinese_from_the_first_message_until_lang_en(
     assert paper.title in alert.text, "the paper's title is never translated"
     assert paper.abstract[:80] in alert.text
     assert alert.text.startswith(f"🆕 {paper.title}\n") and "🔎 匹配：cs.LG\n" in alert.text
-    assert alert.button_texts == ["⭐ 收藏", "📄 展开摘要", "🌐 arXiv 页面", "📥 PDF"]
+    assert alert.button_texts == ["⭐ 收藏", "👍", "👎", "📄 展开摘要", "🌐 arXiv 页面", "📥 PDF"]
     assert_no_english(chrome(alert, paper))
 
     save = next(data for data in alert.callback_data if data.startswith("v1:s:"))

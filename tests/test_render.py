@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from telegram import InlineKeyboardMarkup
 
-from bot.delivery.callbacks import ToggleAbstract, ToggleSave, decode
+from bot.delivery.callbacks import Rate, ToggleAbstract, ToggleSave, decode
 from bot.delivery.diff import describe_changes
 from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import (
@@ -28,9 +28,10 @@ from bot.delivery.render import (
     shorten_authors,
     truncate_at_word,
     utf16_len,
+    with_feedback_state,
     with_saved_state,
 )
-from bot.models import ArxivId, Paper
+from bot.models import ArxivId, Feedback, Paper
 
 TELEGRAM_LIMIT = 4096
 ALLOWED_TAGS = {"b", "i", "code", "a"}
@@ -249,8 +250,8 @@ def test_the_chinese_card_has_its_own_labels_and_the_same_layout() -> None:
     assert text.startswith("🔄 v3 · Routing Attention")
     assert "Eiko Yoneki, Alan Turing, Grace Hopper 等 8 人" in text
     assert "🔎 匹配：au:yoneki" in text
-    assert button_labels(message.reply_markup) == ["⭐ 收藏", "📄 展开摘要", "🌐 arXiv 页面",
-                                                   "📥 PDF"]
+    assert button_labels(message.reply_markup) == [
+        "⭐ 收藏", "👍", "👎", "📄 展开摘要", "🌐 arXiv 页面", "📥 PDF"]
 
 
 def test_expanded_alert_shows_the_full_abstract_and_a_collapse_button() -> None:
@@ -264,9 +265,12 @@ def test_expanded_alert_shows_the_full_abstract_and_a_collapse_button() -> None:
 def test_buttons_save_abstract_and_links() -> None:
     markup = render_alert(PAPER, kind="new", matched=[], saved=False, expanded=False,
                           diff=None).reply_markup
-    assert button_labels(markup) == ["⭐ Save", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
+    assert button_labels(markup) == [
+        "⭐ Save", "👍", "👎", "📄 Full abstract", "🌐 arXiv", "📥 PDF"]
     assert callback_actions(markup) == [
         ToggleSave(ArxivId("2611.11450", 1)),
+        Rate(ArxivId("2611.11450"), Feedback.MORE, give=True),
+        Rate(ArxivId("2611.11450"), Feedback.LESS, give=True),
         ToggleAbstract(ArxivId("2611.11450", 1), expand=True),
     ]
     urls = [b.url for row in markup.inline_keyboard for b in row if b.url]
@@ -283,13 +287,36 @@ def test_short_abstract_needs_no_expand_button() -> None:
     paper = replace(PAPER, abstract="A short abstract.")
     message = render_alert(paper, kind="new", matched=[], saved=False, expanded=False, diff=None)
     assert "A short abstract." in visible_text(message.text)
-    assert button_labels(message.reply_markup) == ["⭐ Save", "🌐 arXiv", "📥 PDF"]
+    assert button_labels(message.reply_markup) == ["⭐ Save", "👍", "👎", "🌐 arXiv", "📥 PDF"]
+
+
+def test_the_given_label_is_lit_and_pressing_it_again_clears_it() -> None:
+    message = render_alert(PAPER, kind="new", feedback=Feedback.LESS)
+    assert button_labels(message.reply_markup)[:3] == ["⭐ Save", "👍", "👎✓"]
+    actions = callback_actions(message.reply_markup)
+    assert Rate(ArxivId("2611.11450"), Feedback.LESS, give=False) in actions
+    assert Rate(ArxivId("2611.11450"), Feedback.MORE, give=True) in actions
+    liked = with_feedback_state(message.reply_markup, "2611.11450", Feedback.MORE)
+    assert button_labels(liked)[:3] == ["⭐ Save", "👍✓", "👎"]
+    cleared = with_feedback_state(liked, "2611.11450", None)
+    assert cleared == render_alert(PAPER, kind="new").reply_markup
+    assert with_feedback_state(liked, "2611.99999", None) == liked, "another paper's pair"
+
+
+def test_every_button_fits_telegrams_limits_with_feedback_on_an_old_style_id() -> None:
+    old = replace(PAPER, arxiv_id="math-ph/0612345", version=999)
+    markup = render_alert(old, kind="revision", feedback=Feedback.MORE).reply_markup
+    rows = markup.inline_keyboard
+    assert all(len(row) <= 8 for row in rows) and sum(map(len, rows)) <= 100
+    assert all(len(b.callback_data.encode()) <= 64 for row in rows for b in row
+               if b.callback_data)
+    assert "👍✓" in button_labels(markup)
 
 
 def test_with_saved_state_flips_only_that_papers_save_button() -> None:
     message = render_alert(PAPER, kind="new", matched=[], saved=False, expanded=True, diff=None)
     saved = with_saved_state(message.reply_markup, "2611.11450", saved=True)
-    assert button_labels(saved) == ["⭐ Saved", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
+    assert button_labels(saved) == ["⭐ Saved", "👍", "👎", "🔼 Collapse", "🌐 arXiv", "📥 PDF"]
     back = with_saved_state(saved, "2611.11450", saved=False)
     assert back == message.reply_markup
     assert with_saved_state(message.reply_markup, "2611.99999", saved=True) == \

@@ -9,6 +9,7 @@ Wire format: `v1:<kind>:<fields…>`, fields separated by `:`.
 | `u` | `v1:u:42` | remove subscription row 42 (the handler checks it belongs to the chat) |
 | `p` | `v1:p:3` | show page 3 (1-based) of the saved library |
 | `r` | `v1:r:2611.11450:3` | remove a paper from the saved library, then show page 3 |
+| `f` | `v1:f:2611.11450:m:1` | 👍 (`m`) or 👎 (`l`): give the label (`1`), clear it (`0`) |
 | `n` | `v1:n` | a label-only button (e.g. the page counter); does nothing |
 | `m` | `v1:m:30`, `v1:m:30:512`| a capped digest's rest after 30 entries of this message (or 512) |
 | `g` | `v1:g:2611.11450v2` | write (or show the cached) AI reading guide of that version |
@@ -24,7 +25,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.models import ArxivId
+from bot.models import ArxivId, Feedback
 
 VERSION = "v1"
 MAX_BYTES = 64  # Telegram's limit on callback_data
@@ -138,12 +139,38 @@ class ShowGuide:
 
 
 @dataclass(frozen=True, slots=True)
+class Rate:
+    """A 👍 or 👎 press: give the paper `label`, or clear it (`give` False, the button was lit).
+
+    The data says what the press does, as the keyboard showed it, so two quick presses of one
+    button both do the same thing instead of undoing each other.
+    """
+
+    paper: ArxivId  # base id, no version: labels are per paper
+    label: Feedback
+    give: bool
+
+    def __post_init__(self) -> None:
+        _check_id(self.paper)
+        if self.paper.version is not None:
+            raise ValueError("a label is given to a paper's base id")
+        if not isinstance(self.label, Feedback):
+            raise ValueError(f"not a feedback label: {self.label!r}")
+        if not isinstance(self.give, bool):
+            raise ValueError(f"give must be a bool, got {self.give!r}")
+
+
+_LABEL_CODES = {Feedback.MORE: "m", Feedback.LESS: "l"}
+_LABELS_BY_CODE = {code: label for label, code in _LABEL_CODES.items()}
+
+
+@dataclass(frozen=True, slots=True)
 class Noop:
     """A button that only shows a label, such as the page counter."""
 
 
 Action = (ToggleSave | ToggleAbstract | Unfollow | SavedPage | RemoveSaved | DigestMore
-          | ShowGuide | Noop)
+          | ShowGuide | Rate | Noop)
 
 
 def encode(action: Action) -> str:
@@ -167,6 +194,8 @@ def encode(action: Action) -> str:
             fields = ["m", str(offset), str(message_id)]
         case ShowGuide(paper=paper):
             fields = ["g", str(paper)]
+        case Rate(paper=paper, label=label, give=give):
+            fields = ["f", str(paper), _LABEL_CODES[label], "1" if give else "0"]
         case Noop():
             fields = ["n"]
         case _:
@@ -217,6 +246,8 @@ def _decode_fields(kind: str, fields: list[str]) -> Action | None:
             return None if n is None or m is None else DigestMore(n, m)
         case "g", [paper]:
             return _with_id(paper, lambda p: ShowGuide(p))
+        case "f", [paper, ("m" | "l") as code, ("0" | "1") as flag]:
+            return _with_id(paper, lambda p: Rate(p, _LABELS_BY_CODE[code], flag == "1"))
         case "n", []:
             return Noop()
     return None

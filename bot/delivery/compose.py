@@ -70,6 +70,7 @@ async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
         saved=await store.saved.is_saved(chat_id, paper.arxiv_id),
         expanded=expanded, diff=diff, lang=lang,
         pick=await store.community.get(paper.arxiv_id), guide=guide,
+        feedback=await store.feedback.get(chat_id, paper.arxiv_id),
     )
 
 

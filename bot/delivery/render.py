@@ -18,6 +18,7 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.delivery.callbacks import (
     DigestMore,
+    Rate,
     ShowGuide,
     ToggleAbstract,
     ToggleSave,
@@ -27,7 +28,7 @@ from bot.delivery.callbacks import (
 from bot.delivery.diff import PaperDiff
 from bot.delivery.latex import clean_text, has_latex, latex_to_unicode
 from bot.i18n import t, tn
-from bot.models import AlertKind, ArxivId, CommunityPick, Paper
+from bot.models import AlertKind, ArxivId, CommunityPick, Feedback, Paper
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +234,7 @@ def render_alert(
     lang: str = "en",
     pick: CommunityPick | None = None,
     guide: bool = False,
+    feedback: Feedback | None = None,
 ) -> RenderedMessage:
     """An alert (an `AlertKind`) or a card (`kind` "card", no badge) for one paper.
 
@@ -246,7 +248,7 @@ def render_alert(
         cut = source_cut or preview_cut
     texts = _AlertTexts(_plain(paper.title), abstract, _plain(paper.comment))
     markup = alert_keyboard(paper, saved=saved, expanded=expanded, lang=lang, expandable=cut,
-                            guide=guide)
+                            guide=guide, feedback=feedback)
     limits = _Limits()
     for _ in range(16):
         text = _alert_html(paper, texts, kind, matched, diff, limits, lang, pick)
@@ -270,10 +272,11 @@ def render_alert(
 def render_paper_card(
     paper: Paper, *, saved: bool = False, expanded: bool = False, lang: str = "en",
     pick: CommunityPick | None = None, guide: bool = False,
+    feedback: Feedback | None = None,
 ) -> RenderedMessage:
     """The `/paper` card: an alert without badge or matched subscriptions, same buttons."""
     return render_alert(paper, kind="card", saved=saved, expanded=expanded, lang=lang,
-                        pick=pick, guide=guide)
+                        pick=pick, guide=guide, feedback=feedback)
 
 
 def _alert_html(
@@ -402,13 +405,15 @@ def _diff_lines(diff: PaperDiff, limit: int, lang: str, abstract: str = "") -> l
 def alert_keyboard(
     paper: Paper, *, saved: bool, expanded: bool, lang: str = "en", expandable: bool = True,
     guide: bool = False,
+    feedback: Feedback | None = None,
 ) -> InlineKeyboardMarkup:
-    """Save / Full abstract toggles; 🧠 Guide (when guides are on) beside the links to the
-    abstract page and the PDF."""
+    """Save, 👍 / 👎 and Full abstract toggles; 🧠 Guide (when guides are on) beside the links
+    to the abstract page and the PDF."""
     first_row = []
     paper_id = _version_id(paper)
     if paper_id is not None:
         first_row.append(_save_button(ToggleSave(paper_id), saved, lang))
+        first_row.extend(_feedback_buttons(ArxivId(paper_id.base), feedback))
         if expandable or expanded:
             label = t(lang, "🔼 Collapse") if expanded else t(lang, "📄 Full abstract")
             data = encode(ToggleAbstract(paper_id, expand=not expanded))
@@ -430,6 +435,40 @@ def _save_button(action: ToggleSave, saved: bool, lang: str) -> InlineKeyboardBu
     else:
         label = t(lang, "⭐ Saved") if saved else t(lang, "⭐ Save")
     return InlineKeyboardButton(label, callback_data=encode(action))
+
+
+FEEDBACK_MARKS = {Feedback.MORE: "👍", Feedback.LESS: "👎"}
+FEEDBACK_LIT = "✓"  # after the mark of the label the chat gave
+
+
+def _feedback_buttons(paper: ArxivId, given: Feedback | None) -> list[InlineKeyboardButton]:
+    """👍 and 👎, the given one lit; pressing a lit one clears it, an unlit one gives it."""
+    buttons = []
+    for label, mark in FEEDBACK_MARKS.items():
+        lit = label == given
+        buttons.append(InlineKeyboardButton(
+            mark + FEEDBACK_LIT if lit else mark,
+            callback_data=encode(Rate(paper, label, give=not lit))))
+    return buttons
+
+
+def with_feedback_state(
+    markup: InlineKeyboardMarkup, arxiv_id: str, given: Feedback | None
+) -> InlineKeyboardMarkup:
+    """The same keyboard with the 👍 / 👎 pair of `arxiv_id` showing `given`."""
+    rows = []
+    for row in markup.inline_keyboard:
+        new_row = []
+        for button in row:
+            action = decode(button.callback_data)
+            if isinstance(action, Rate) and action.paper.base == arxiv_id:
+                lit = action.label == given
+                button = InlineKeyboardButton(
+                    FEEDBACK_MARKS[action.label] + (FEEDBACK_LIT if lit else ""),
+                    callback_data=encode(Rate(action.paper, action.label, give=not lit)))
+            new_row.append(button)
+        rows.append(new_row)
+    return InlineKeyboardMarkup(rows)
 
 
 def with_saved_state(

@@ -9,11 +9,12 @@ from telegram.constants import ParseMode
 
 from bot.delivery import callbacks
 from bot.delivery.compose import alert_message, digest_continued, load_paper
-from bot.delivery.render import with_saved_state
+from bot.delivery.render import with_feedback_state, with_saved_state
 from bot.handlers import guides, library, subscriptions
 from bot.handlers.common import edit_quietly, reply
 from bot.handlers.context import BotContext
 from bot.i18n import t
+from bot.models import Feedback
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,8 @@ async def on_button(update: Update, context: BotContext) -> None:
             await on_more(update, context, action)
         case callbacks.ShowGuide():
             await guides.on_guide_button(update, context, action)
+        case callbacks.Rate():
+            await on_rate(update, context, action)
         case callbacks.Noop():
             # Always answer, even with nothing to say, or the client shows a spinner.
             await query.answer()
@@ -105,6 +108,29 @@ def _press_intent(markup: InlineKeyboardMarkup | None, arxiv_id: str, lang: str)
     if markup == shows_saved:
         return False
     return None  # drawn in another language: fall back to toggling
+
+
+async def on_rate(update: Update, context: BotContext, action: callbacks.Rate) -> None:
+    """👍 / 👎: give or clear the chat's label; the library is left as it is."""
+    query = update.callback_query
+    lang = context.lang
+    arxiv_id = action.paper.base
+    if await context.store.papers.get(arxiv_id) is None:
+        await query.answer(t(lang, "I no longer have that paper. Try /paper {id}.", id=arxiv_id))
+        return
+    given = action.label if action.give else None
+    await context.store.feedback.set(update.effective_chat.id, arxiv_id, given, context.now())
+    if given is Feedback.MORE:
+        await query.answer(t(lang, "👍 Noted: more like this"))
+    elif given is Feedback.LESS:
+        await query.answer(t(lang, "👎 Noted: less like this"))
+    else:
+        await query.answer(t(lang, "Feedback cleared"))
+    message = query.message
+    if isinstance(message, Message) and message.reply_markup is not None:
+        markup = with_feedback_state(message.reply_markup, arxiv_id, given)
+        if markup != message.reply_markup:
+            await edit_quietly(message.edit_reply_markup(reply_markup=markup))
 
 
 async def on_abstract(update: Update, context: BotContext,

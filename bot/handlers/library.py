@@ -167,7 +167,9 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
 
 
 async def _card(update: Update, context: BotContext, paper: Paper) -> RenderedMessage:
-    saved = await context.store.saved.is_saved(update.effective_chat.id, paper.arxiv_id)
+    chat_id = update.effective_chat.id
+    saved = await context.store.saved.is_saved(chat_id, paper.arxiv_id)
+    feedback = await context.store.feedback.get(chat_id, paper.arxiv_id)
     return render_paper_card(paper, saved=saved, lang=context.lang,
                              pick=await context.store.community.get(paper.arxiv_id),
-                             guide=context.services.guides is not None)
+                             guide=context.services.guides is not None, feedback=feedback)

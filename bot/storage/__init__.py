@@ -7,6 +7,7 @@ from pathlib import Path
 from bot.storage.chats import ChatRepository
 from bot.storage.community import CommunityRepository
 from bot.storage.db import Database
+from bot.storage.feedback import FeedbackRepository
 from bot.storage.guides import GuideRepository
 from bot.storage.heartbeats import HeartbeatRepository
 from bot.storage.outbox import OutboxRepository
@@ -26,6 +27,7 @@ class Storage:
         self.papers = PaperRepository(db)
         self.outbox = OutboxRepository(db)
         self.saved = SavedRepository(db)
+        self.feedback = FeedbackRepository(db)
         self.sources = SourceRepository(db)
         self.heartbeats = HeartbeatRepository(db)
         self.guides = GuideRepository(db)

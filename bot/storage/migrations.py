@@ -317,6 +317,21 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         CREATE INDEX community_picks_seen ON community_picks(first_seen_at);
         """,
     ),
+    (
+        8,
+        "feedback: each chat's 👍/👎 on papers, with its time",
+        """
+        -- The current label of a paper for a chat; clearing a label deletes its row. A save
+        -- is a positive on its own (the `saved` table); 👎 never removes a saved paper.
+        CREATE TABLE feedback (
+            chat_id     INTEGER NOT NULL,
+            arxiv_id    TEXT NOT NULL,                   -- base id: labels are per paper
+            label       TEXT NOT NULL CHECK (label IN ('more', 'less')),
+            labelled_at REAL NOT NULL,
+            PRIMARY KEY (chat_id, arxiv_id)
+        );
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
