@@ -41,6 +41,7 @@ from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
 from bot.polling import schedule_polls
 from bot.query.service import SubscriptionService
+from bot.ranking.service import Ranker
 from bot.sources.huggingface import CommunityPicks
 from bot.storage import Storage
 from bot.storage.heartbeats import Beat
@@ -60,6 +61,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("resume", _("Resume alerts")),
     ("tz", _("Set your time zone")),
     ("lang", _("Language: en or zh")),
+    ("similar", _("Stored papers nearest to a paper")),
     ("stats", _("What arXiv announced lately")),
     ("help", _("How to write queries; all commands")),
     ("start", _("Introduction")),
@@ -83,6 +85,7 @@ async def _post_init(application: Application) -> None:
     services.storage = await Storage.open(settings.database_path)
     log.info("database ready at %s", settings.database_path)
     services.subscriptions = SubscriptionService(services.storage, services.clock)
+    services.ranker = Ranker(services.storage, services.clock.now)
     await services.subscriptions.load()
     # A poll matches in a worker thread; at each turn the event loop then waits for the GIL
     # up to the switch interval (5 ms by default), and a reply takes many turns.
@@ -322,6 +325,7 @@ def build_application(
     application.add_handler(CommandHandler("paper", library.paper))
     application.add_handler(CommandHandler("guide", guides.guide))
     application.add_handler(CommandHandler("trending", trending.trending))
+    application.add_handler(CommandHandler("similar", library.similar))
     application.add_handler(CommandHandler("pause", chat_settings.pause))
     application.add_handler(CommandHandler("resume", chat_settings.resume))
     application.add_handler(CommandHandler("digest", chat_settings.digest))

@@ -452,6 +452,18 @@ def _feedback_buttons(paper: ArxivId, given: Feedback | None) -> list[InlineKeyb
     return buttons
 
 
+def render_similar(paper: Paper, nearest: Sequence[Paper], *, lang: str = "en") -> str:
+    """The papers nearest to `paper`, one numbered line each with a link."""
+    lines = [_esc(t(lang, "🔎 Stored papers nearest to {id}:", id=paper.arxiv_id)),
+             "<i>" + _clip(_plain(paper.title), 200) + "</i>", ""]
+    for number, other in enumerate(nearest, 1):
+        href = html.escape(other.abs_url, quote=True)
+        lines.append(f"<b>{number}.</b> {_clip(_plain(other.title), 200)}\n"
+                     f'{_esc(_authors_text(other.authors, 2, 40, lang))} · '
+                     f'<a href="{href}">{_clip(other.arxiv_id, 60)}</a>')
+    return "\n".join(lines)
+
+
 def with_feedback_state(
     markup: InlineKeyboardMarkup, arxiv_id: str, given: Feedback | None
 ) -> InlineKeyboardMarkup:

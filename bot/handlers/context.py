@@ -11,6 +11,7 @@ from telegram.ext import Application, CallbackContext, ExtBot
 from bot.budget import CommandBudget
 from bot.clock import Clock
 from bot.config import Settings
+from bot.ranking.service import Ranker
 from bot.storage import Storage
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class Services:
     progress: ProgressPolicy | None = None  # None: the defaults; tests show progress at once
     guides: GuideService | None = None  # None when no LLM endpoint is configured
     community: CommunityPicks | None = None  # None when HF_PAPERS_URL is off
+    ranker: Ranker | None = None
 
 
 class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
@@ -75,6 +77,11 @@ class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
     def subscriptions(self) -> SubscriptionService:
         assert self.services.subscriptions is not None, "opened in post_init"
         return self.services.subscriptions
+
+    @property
+    def ranker(self) -> Ranker:
+        assert self.services.ranker is not None, "opened in post_init"
+        return self.services.ranker
 
     @property
     def lookups(self) -> LookupQueue:

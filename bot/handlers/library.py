@@ -14,7 +14,7 @@ from bot.arxiv.lookups import TooManyLookups
 from bot.delivery import callbacks
 from bot.delivery.bibtex import PART_SEPARATOR, to_bibtex
 from bot.delivery.pages import PAGE_SIZE, page_count, render_saved_page
-from bot.delivery.render import RenderedMessage, render_paper_card
+from bot.delivery.render import RenderedMessage, render_paper_card, render_similar
 from bot.handlers.common import (
     edit_quietly,
     quote,
@@ -123,6 +123,42 @@ async def paper(update: Update, context: BotContext) -> None:
         ))
         return
     await show_paper(update, context, arxiv_id)
+
+
+SIMILAR_COUNT = 5  # papers /similar lists
+
+
+async def similar(update: Update, context: BotContext) -> None:
+    """The stored papers nearest to one paper (tf-idf cosine over title, abstract, authors)."""
+    lang = context.lang
+    argument = await read_argument(update, context, t(
+        lang, "Which paper? For example <code>/similar 2611.11450</code>."))
+    if argument is None:
+        return
+    arxiv_id = ArxivId.parse(argument)
+    if arxiv_id is None:
+        await reply(update, context, t(
+            lang, "That doesn't look like an arXiv ID. Try <code>2611.11450</code>, "
+            "<code>hep-th/9901001</code> or an arxiv.org link."
+        ))
+        return
+    await show_similar(update, context, arxiv_id.base)
+
+
+async def show_similar(update: Update, context: BotContext, arxiv_id: str) -> None:
+    lang = context.lang
+    paper = await context.store.papers.get(arxiv_id)
+    if paper is None:
+        await reply(update, context, t(
+            lang, "I don't have {id} stored yet. Look it up with /paper {id} first.",
+            id=quote(arxiv_id)))
+        return
+    nearest = await context.ranker.similar(arxiv_id, SIMILAR_COUNT)
+    if not nearest:
+        await reply(update, context, t(lang, "I know no paper close to {id} yet.",
+                                       id=quote(arxiv_id)))
+        return
+    await reply(update, context, render_similar(paper, nearest, lang=lang))
 
 
 async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> None:

@@ -11,6 +11,8 @@ from bot.handlers.context import BotContext
 from bot.health import assess
 from bot.i18n import t, tn
 from bot.models import Freshness
+from bot.ranking.model import MIN_POSITIVES
+from bot.ranking.service import RankerStatus
 from bot.storage.heartbeats import Beat
 from bot.storage.sources import Source
 
@@ -143,8 +145,19 @@ async def stats(update: Update, context: BotContext) -> None:
           saved=await store.saved.count(chat_id),
           subscriptions=tn(lang, "{count} subscription", "{count} subscriptions",
                            len(subscriptions))),
+        _ranking_line(lang, await context.ranker.status(chat_id)),
     ]
     await reply(update, context, "\n".join(lines))
+
+
+def _ranking_line(lang: str, ranking: RankerStatus) -> str:
+    """How many labels the chat gave and whether its ranker is on."""
+    labels = tn(lang, "{count} label", "{count} labels", ranking.labels)
+    if ranking.active:
+        return t(lang, "🎯 Ranking: {labels} · your model is active", labels=labels)
+    return t(lang, "🎯 Ranking: {labels} · the model starts at {minimum} saved or 👍 papers "
+                   "({missing} to go)", labels=labels, minimum=MIN_POSITIVES,
+             missing=MIN_POSITIVES - ranking.positives)
 
 
 async def status(update: Update, context: BotContext) -> None:

@@ -12,6 +12,7 @@ from bot.storage.guides import GuideRepository
 from bot.storage.heartbeats import HeartbeatRepository
 from bot.storage.outbox import OutboxRepository
 from bot.storage.papers import PaperRepository
+from bot.storage.rankings import RankingRepository
 from bot.storage.saved import SavedRepository
 from bot.storage.sources import SourceRepository
 from bot.storage.subscriptions import SubscriptionRepository
@@ -28,6 +29,7 @@ class Storage:
         self.outbox = OutboxRepository(db)
         self.saved = SavedRepository(db)
         self.feedback = FeedbackRepository(db)
+        self.rankings = RankingRepository(db)
         self.sources = SourceRepository(db)
         self.heartbeats = HeartbeatRepository(db)
         self.guides = GuideRepository(db)

@@ -332,6 +332,28 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         );
         """,
     ),
+    (
+        9,
+        "ranking: the fitted tf-idf vocabulary and each chat's model",
+        """
+        -- One vocabulary at a time (terms and idf as JSON); a model names the fingerprints of
+        -- the vocabulary and labels it was trained on, so a restart retrains nothing current.
+        CREATE TABLE ranking_vocabulary (
+            id          INTEGER PRIMARY KEY CHECK (id = 1),
+            fingerprint TEXT NOT NULL,
+            terms       BLOB NOT NULL,
+            papers      INTEGER NOT NULL,                -- how many papers it was fitted on
+            fitted_at   REAL NOT NULL
+        );
+        CREATE TABLE chat_models (
+            chat_id     INTEGER PRIMARY KEY,
+            vocabulary  TEXT NOT NULL,
+            labels      TEXT NOT NULL,
+            weights     BLOB NOT NULL,                   -- numpy npz of a sparse row
+            trained_at  REAL NOT NULL
+        );
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

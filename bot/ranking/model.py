@@ -1,0 +1,153 @@
+"""Per-chat linear models (arxiv-sanity-lite): positives against 👎 and other recent papers.
+
+Positives are the chat's saved papers and 👍; negatives its 👎 (which win over a save) and a
+sample of other recent papers. A chat gets a model once it has MIN_POSITIVES positives. The
+weights are sparse (a term absent from every training paper has weight 0), so the models of all
+chats stack into one sparse matrix and scoring a day's papers is one product.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from sklearn.svm import LinearSVC
+
+from bot.ranking.features import Vocabulary
+
+MIN_POSITIVES = 5  # as Semantic Scholar's feeds: a handful of papers is enough to start
+BACKGROUND_SAMPLE = 500  # other recent papers taken as (weak) negatives
+SVM_C = 0.1  # arxiv-sanity-lite uses a small C: few labels, strong regularisation
+
+
+@dataclass(frozen=True, slots=True)
+class ChatLabels:
+    """What a chat told us: base ids it likes and dislikes."""
+
+    positives: frozenset[str]
+    negatives: frozenset[str]
+
+    @classmethod
+    def of(cls, saved: Sequence[str], more: Sequence[str], less: Sequence[str]) -> ChatLabels:
+        negatives = frozenset(less)
+        return cls(frozenset(saved).union(more) - negatives, negatives)
+
+    @property
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        for mark, ids in (("+", self.positives), ("-", self.negatives)):
+            for arxiv_id in sorted(ids):
+                digest.update(f"{mark}{arxiv_id}\n".encode())
+        return digest.hexdigest()[:16]
+
+    @property
+    def count(self) -> int:
+        return len(self.positives) + len(self.negatives)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ChatModel:
+    """One chat's weights (a 1 × vocabulary sparse row) and what it was trained from."""
+
+    weights: sparse.csr_matrix
+    intercept: float
+    vocabulary: str  # the fingerprint of the vocabulary it was trained with
+    labels: str  # the fingerprint of the labels it was trained on
+
+    def dump(self) -> bytes:
+        buffer = io.BytesIO()
+        row = self.weights.tocsr()
+        np.savez_compressed(buffer, data=row.data, indices=row.indices,
+                            size=np.array([row.shape[1]]), intercept=np.array([self.intercept]))
+        return buffer.getvalue()
+
+    @classmethod
+    def load(cls, data: bytes, vocabulary: str, labels: str) -> ChatModel:
+        with np.load(io.BytesIO(data)) as stored:
+            size = int(stored["size"][0])
+            weights = sparse.csr_matrix(
+                (stored["data"], stored["indices"], np.array([0, len(stored["indices"])])),
+                shape=(1, size), dtype=np.float32)
+            return cls(weights, float(stored["intercept"][0]), vocabulary, labels)
+
+
+def is_current(model: ChatModel | None, vocabulary: Vocabulary, labels: ChatLabels) -> bool:
+    """Whether `model` was trained on these labels with this vocabulary (no retraining due)."""
+    return (model is not None and model.vocabulary == vocabulary.fingerprint
+            and model.labels == labels.fingerprint)
+
+
+def train(vocabulary: Vocabulary, labels: ChatLabels, vectors: Mapping[str, int],
+          matrix: sparse.csr_matrix, seed: int = 0) -> ChatModel | None:
+    """A model for a chat, or None below MIN_POSITIVES positives with stored vectors.
+
+    `matrix` holds the stored papers' rows; `vectors` maps base id → row.
+    """
+    positive_rows = sorted(vectors[i] for i in labels.positives if i in vectors)
+    if len(positive_rows) < MIN_POSITIVES:
+        return None
+    negative_rows = sorted(vectors[i] for i in labels.negatives if i in vectors)
+    taken = set(positive_rows) | set(negative_rows)
+    others = np.array([row for row in range(matrix.shape[0]) if row not in taken], dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    if len(others) > BACKGROUND_SAMPLE:
+        others = rng.choice(others, BACKGROUND_SAMPLE, replace=False)
+    rows = np.concatenate([positive_rows, negative_rows, np.sort(others)]).astype(np.int64)
+    if len(rows) == len(positive_rows):
+        return None  # nothing to contrast the positives with
+    y = np.zeros(len(rows), dtype=np.int8)
+    y[: len(positive_rows)] = 1
+    svm = LinearSVC(C=SVM_C, class_weight="balanced", tol=1e-6, max_iter=10_000)
+    svm.fit(matrix[rows], y)
+    weights = sparse.csr_matrix(svm.coef_.astype(np.float32))
+    weights.eliminate_zeros()
+    return ChatModel(weights, float(svm.intercept_[0]), vocabulary.fingerprint,
+                     labels.fingerprint)
+
+
+def stack(models: Sequence[ChatModel]) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """All chats' weights as one sparse matrix (chats × terms) and their intercepts."""
+    weights = sparse.vstack([m.weights for m in models], format="csr", dtype=np.float32)
+    return weights, np.array([m.intercept for m in models], dtype=np.float32)
+
+
+def score(papers: sparse.csr_matrix, weights: sparse.csr_matrix,
+          intercepts: np.ndarray) -> np.ndarray:
+    """Scores of every paper for every chat (papers × chats): one sparse product."""
+    product = (papers @ weights.T).toarray()
+    return product + intercepts[np.newaxis, :]
+
+
+def top_terms(model: ChatModel, paper: sparse.csr_matrix, terms: np.ndarray,
+              count: int = 3) -> list[str]:
+    """The terms that add most to this paper's score, best first (author tokens left out)."""
+    contribution = paper.multiply(model.weights).tocsr()
+    order = np.argsort(-contribution.data)
+    chosen = []
+    for index in order:
+        if contribution.data[index] <= 0:
+            break
+        term = str(terms[contribution.indices[index]])
+        if not term.startswith("au_"):
+            chosen.append(term)
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+def nearest(matrix: sparse.csr_matrix, query: sparse.csr_matrix, count: int,
+            exclude: Sequence[int] = ()) -> list[tuple[int, float]]:
+    """The `count` rows of `matrix` most similar (cosine) to `query`, best first."""
+    similarity = (matrix @ query.T).toarray().ravel()
+    if len(exclude):
+        similarity[list(exclude)] = -1.0
+    count = min(count, len(similarity))
+    if count <= 0:
+        return []
+    best = np.argpartition(-similarity, count - 1)[:count]
+    best = best[np.argsort(-similarity[best], kind="stable")]
+    return [(int(i), float(similarity[i])) for i in best if similarity[i] > 0]

@@ -1,0 +1,164 @@
+"""The ranker as the bot uses it: labels and papers from storage, models kept there too.
+
+Fitting, training and scoring run in a worker thread (`asyncio.to_thread`); only storage reads
+and writes happen on the event loop. A chat's model is retrained only when its labels or the
+vocabulary changed since it was trained (both are fingerprinted), so a restart retrains nothing
+that is current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from bot.models import Paper
+from bot.ranking.features import Vocabulary, fit_vocabulary
+from bot.ranking.model import (
+    MIN_POSITIVES,
+    ChatLabels,
+    ChatModel,
+    is_current,
+    nearest,
+    score,
+    stack,
+    train,
+)
+from bot.storage import Storage
+from bot.storage.rankings import StoredModel, StoredVocabulary
+
+CORPUS_PAPERS = 5_000  # the newest papers the vocabulary is fitted on (plus every labelled one)
+REFIT_AFTER = 7 * 86_400  # seconds: a week of new papers is worth new terms and weights
+
+
+@dataclass(frozen=True, slots=True)
+class RankerStatus:
+    """What /stats tells a chat: its labels and whether it has a model."""
+
+    labels: int
+    positives: int
+    active: bool
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Corpus:
+    papers: tuple[Paper, ...]
+    rows: dict[str, int]
+    matrix: sparse.csr_matrix
+
+
+class Ranker:
+    """Vocabulary, per-chat models and scores, stored and reloaded through `Storage`."""
+
+    def __init__(self, store: Storage, clock: Callable[[], float]) -> None:
+        self._store = store
+        self._now = clock
+        self._vocabulary: Vocabulary | None = None
+        self._corpus: _Corpus | None = None
+        self._lock = asyncio.Lock()  # one fit or training at a time
+
+    async def vocabulary(self) -> Vocabulary | None:
+        """The stored vocabulary, refitted when missing or older than REFIT_AFTER."""
+        stored = await self._store.rankings.vocabulary()
+        if stored is None or self._now() - stored.fitted_at > REFIT_AFTER:
+            return await self.refit()
+        if self._vocabulary is None or self._vocabulary.fingerprint != stored.fingerprint:
+            self._vocabulary = await asyncio.to_thread(Vocabulary.load, stored.terms)
+            self._corpus = None
+        return self._vocabulary
+
+    async def refit(self) -> Vocabulary | None:
+        """Fit the vocabulary on the stored corpus again (models retrain when next needed)."""
+        papers = await self._store.rankings.corpus(CORPUS_PAPERS)
+        vocabulary = await asyncio.to_thread(fit_vocabulary, papers)
+        if vocabulary is None:
+            return None
+        await self._store.rankings.put_vocabulary(StoredVocabulary(
+            vocabulary.fingerprint, vocabulary.dump(), len(papers), self._now()))
+        self._vocabulary, self._corpus = vocabulary, None
+        return vocabulary
+
+    async def labels(self, chat_id: int) -> ChatLabels:
+        ids = await self._store.rankings.labels(chat_id)
+        return ChatLabels.of(ids.saved, ids.more, ids.less)
+
+    async def status(self, chat_id: int) -> RankerStatus:
+        labels = await self.labels(chat_id)
+        return RankerStatus(labels.count, len(labels.positives),
+                            await self.model(chat_id) is not None)
+
+    async def model(self, chat_id: int) -> ChatModel | None:
+        """The chat's model, trained now if its labels or the vocabulary changed; None below
+        MIN_POSITIVES positives."""
+        labels = await self.labels(chat_id)
+        if len(labels.positives) < MIN_POSITIVES:
+            await self._store.rankings.drop_model(chat_id)
+            return None
+        async with self._lock:
+            vocabulary = await self.vocabulary()
+            if vocabulary is None:
+                return None
+            stored = await self._store.rankings.model(chat_id)
+            current = None if stored is None else _loaded(stored)
+            if is_current(current, vocabulary, labels):
+                return current
+            corpus = await self._corpus_with(vocabulary, labels.positives | labels.negatives)
+            model = await asyncio.to_thread(train, vocabulary, labels, corpus.rows,
+                                            corpus.matrix, chat_id)
+            if model is None:
+                await self._store.rankings.drop_model(chat_id)
+                return None
+            await self._store.rankings.put_model(StoredModel(
+                chat_id, model.vocabulary, model.labels, model.dump(), self._now()))
+            return model
+
+    async def scores(self, chat_ids: Sequence[int],
+                     papers: Sequence[Paper]) -> dict[int, np.ndarray]:
+        """Each chat with a model → its score for each of `papers`, by one sparse product."""
+        models = {}
+        for chat_id in chat_ids:
+            model = await self.model(chat_id)
+            if model is not None:
+                models[chat_id] = model
+        vocabulary = self._vocabulary
+        if not models or not papers or vocabulary is None:
+            return {}
+        chats = list(models)
+
+        def compute() -> np.ndarray:
+            weights, intercepts = stack([models[c] for c in chats])
+            return score(vocabulary.transform(papers), weights, intercepts)
+
+        table = await asyncio.to_thread(compute)
+        return {chat: table[:, column] for column, chat in enumerate(chats)}
+
+    async def similar(self, arxiv_id: str, count: int) -> list[Paper]:
+        """The stored papers nearest to `arxiv_id` (tf-idf cosine), best first."""
+        paper = await self._store.papers.get(arxiv_id)
+        vocabulary = await self.vocabulary()
+        if paper is None or vocabulary is None:
+            return []
+        corpus = await self._corpus_with(vocabulary, frozenset())
+
+        def compute() -> list[tuple[int, float]]:
+            own = [corpus.rows[arxiv_id]] if arxiv_id in corpus.rows else []
+            return nearest(corpus.matrix, vocabulary.transform([paper]), count, own)
+
+        return [corpus.papers[row] for row, _ in await asyncio.to_thread(compute)]
+
+    async def _corpus_with(self, vocabulary: Vocabulary, needed: frozenset[str]) -> _Corpus:
+        """The corpus as rows of `vocabulary`, reloaded if a labelled paper is not in it."""
+        corpus = self._corpus
+        if corpus is None or not needed.issubset(corpus.rows):
+            papers = tuple(await self._store.rankings.corpus(CORPUS_PAPERS))
+            matrix = await asyncio.to_thread(vocabulary.transform, papers)
+            corpus = _Corpus(papers, {p.arxiv_id: i for i, p in enumerate(papers)}, matrix)
+            self._corpus = corpus
+        return corpus
+
+
+def _loaded(stored: StoredModel) -> ChatModel:
+    return ChatModel.load(stored.weights, stored.vocabulary, stored.labels)

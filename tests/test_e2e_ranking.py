@@ -1,0 +1,68 @@
+"""The ranker end to end: /similar and the ranking line of /stats, through the fake servers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from tests.conftest import Harness, make_paper
+
+CHAT = 7301
+DAY1 = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
+
+TOPICS = {
+    "graph": ("Graph neural networks for {x}",
+              "We train message passing graph neural networks on {x} graphs; node embeddings "
+              "and graph pooling improve link prediction and node classification."),
+    "quantum": ("Quantum error correction with {x}",
+                "We study surface codes and logical qubits; a {x} decoder lowers the logical "
+                "error rate of fault-tolerant quantum computation."),
+}
+SUBJECTS = ("molecules", "citations", "traffic", "proteins", "social networks")
+
+
+def day() -> list:
+    papers, number = [], 1
+    for topic, (title, abstract) in TOPICS.items():
+        for subject in SUBJECTS:
+            papers.append(make_paper(number, title=title.format(x=subject),
+                                     abstract=abstract.format(x=subject),
+                                     authors=(f"{topic.title()} Author{number}",)))
+            number += 1
+    return papers
+
+
+async def test_similar_lists_the_papers_on_the_same_topic_first(harness: Harness) -> None:
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+
+    reply = await harness.ask(CHAT, "/similar 2611.10001")
+
+    assert "nearest to 2611.10001" in reply.text
+    lines = [line for line in reply.text.splitlines() if line[:2] in {"1.", "2.", "3."}]
+    assert len(lines) == 3 and all("Graph neural networks" in line for line in lines), reply.text
+    assert "2611.10001" not in reply.text.split("\n", 2)[2], "not the paper itself"
+
+    unknown = await harness.ask(CHAT, "/similar 2611.99999")
+    assert "/paper 2611.99999" in unknown.text
+    bad = await harness.ask(CHAT, "/similar nonsense")
+    assert "doesn't look like an arXiv ID" in bad.text
+
+
+async def test_stats_counts_labels_and_says_when_the_model_is_on(harness: Harness) -> None:
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+    reply = await harness.ask(CHAT, "/stats")
+    assert "Ranking: 0 labels" in reply.text and "5 to go" in reply.text
+
+    for number in range(1, 6):  # the five graph papers, saved as from their cards
+        card = await harness.ask(CHAT, f"/paper 2611.1000{number}")
+        save = next(b for b in card.buttons if "Save" in b["text"])
+        await harness.press(CHAT, card.message_id, save["callback_data"])
+
+    reply = await harness.ask(CHAT, "/stats")
+    assert "Ranking: 5 labels" in reply.text and "model is active" in reply.text
+
+    zh = await harness.ask(CHAT, "/lang zh")
+    assert zh is not None
+    reply = await harness.ask(CHAT, "/stats")
+    assert "个性化排序：5 条反馈" in reply.text and "模型已启用" in reply.text

@@ -1,0 +1,144 @@
+"""The ranker: tf-idf over real arXiv records, per-chat models, one product for every chat.
+
+The corpus is the 100-record arXiv API sample in tests/fixtures (see its README).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import sparse
+from sklearn.metrics import roc_auc_score
+
+from bot.arxiv.feeds import parse_api
+from bot.models import Feedback, Paper
+from bot.ranking.features import Vocabulary, author_token, fit_vocabulary
+from bot.ranking.model import (
+    MIN_POSITIVES,
+    ChatLabels,
+    ChatModel,
+    nearest,
+    score,
+    stack,
+    top_terms,
+    train,
+)
+from bot.ranking.service import Ranker
+from bot.storage import Storage
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def papers() -> list[Paper]:
+    body = (FIXTURES / "api-search-all-testing-m100.atom.xml").read_bytes()
+    return list(parse_api(body).papers)
+
+
+def _setup(papers: list[Paper]) -> tuple[Vocabulary, dict[str, int], sparse.csr_matrix]:
+    vocabulary = fit_vocabulary(papers)
+    assert vocabulary is not None
+    return vocabulary, {p.arxiv_id: i for i, p in enumerate(papers)}, vocabulary.transform(papers)
+
+
+def test_a_chat_needs_the_minimum_of_positives_for_a_model(papers: list[Paper]) -> None:
+    vocabulary, rows, matrix = _setup(papers)
+    ids = [p.arxiv_id for p in papers]
+    assert train(vocabulary, ChatLabels.of(ids[:MIN_POSITIVES - 1], [], []), rows, matrix) is None
+    # 👎 wins over a save: a saved paper marked 👎 is no positive.
+    labels = ChatLabels.of(ids[:MIN_POSITIVES], [], [ids[0]])
+    assert train(vocabulary, labels, rows, matrix) is None
+    assert train(vocabulary, ChatLabels.of(ids[:MIN_POSITIVES], [], []), rows, matrix)
+
+
+def test_the_model_ranks_the_chats_field_first_on_real_records(papers: list[Paper]) -> None:
+    vocabulary, rows, matrix = _setup(papers)
+    field = Counter(p.categories[0] for p in papers).most_common(1)[0][0]
+    in_field = [p.arxiv_id for p in papers if p.categories[0] == field]
+    library = in_field[:10]
+    model = train(vocabulary, ChatLabels.of(library, [], []), rows, matrix)
+    assert model is not None
+    weights, intercepts = stack([model])
+    scores = score(matrix, weights, intercepts)[:, 0]
+    rest = [i for i, p in enumerate(papers) if p.arxiv_id not in library]
+    truth = [papers[i].categories[0] == field for i in rest]
+    assert roc_auc_score(truth, scores[rest]) > 0.7
+
+
+def test_one_product_scores_every_chat_as_its_own_dot_product_would(
+        papers: list[Paper]) -> None:
+    vocabulary, rows, matrix = _setup(papers)
+    ids = [p.arxiv_id for p in papers]
+    models = [train(vocabulary, ChatLabels.of(ids[k:k + 6], [], ids[k + 6:k + 8]), rows, matrix)
+              for k in (0, 20, 40)]
+    assert all(models)
+    weights, intercepts = stack(models)
+    table = score(matrix, weights, intercepts)
+    for column, model in enumerate(models):
+        one = matrix @ model.weights.T.toarray().ravel() + model.intercept
+        assert np.allclose(table[:, column], one, atol=1e-4)
+    # A stored model scores the same after a round trip through bytes.
+    again = ChatModel.load(models[0].dump(), models[0].vocabulary, models[0].labels)
+    assert np.allclose(score(matrix, *stack([again]))[:, 0], table[:, 0], atol=1e-6)
+    # The reason names terms that raised the score.
+    best = int(np.argmax(table[:, 0]))
+    assert top_terms(models[0], matrix[best], vocabulary.terms())
+
+
+def test_nearest_papers_share_words_and_exclude_the_paper_itself(papers: list[Paper]) -> None:
+    _, _, matrix = _setup(papers)
+    found = nearest(matrix, matrix[3], 5, exclude=[3])
+    assert found and 3 not in [row for row, _ in found]
+    assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+
+
+def test_a_vocabulary_reloads_with_the_same_rows_and_fingerprint(papers: list[Paper]) -> None:
+    vocabulary, _, matrix = _setup(papers)
+    again = Vocabulary.load(vocabulary.dump())
+    assert again.fingerprint == vocabulary.fingerprint
+    assert abs(again.transform(papers) - matrix).max() < 1e-6
+
+
+def test_author_tokens_are_surname_and_initial() -> None:
+    assert author_token("Eiko Yoneki") == "au_yoneki_e"
+    assert author_token("Dirk Wübben") == author_token("D. Wübben")
+    assert author_token("   ") == ""
+
+
+async def test_models_are_kept_and_retrained_only_when_labels_change(
+        papers: list[Paper], tmp_path: Path) -> None:
+    now = [1_800_000_000.0]
+    store = await Storage.open(tmp_path / "bot.sqlite3")
+    try:
+        await store.papers.upsert_many(papers, now[0])
+        chat = 42
+        await store.chats.record(chat, "private", "Ada", "en", now[0])
+        for paper in papers[:MIN_POSITIVES]:
+            await store.saved.save(chat, paper.arxiv_id, paper.version, now[0])
+        ranker = Ranker(store, lambda: now[0])
+        assert (await ranker.status(chat)).active
+        trained = (await store.rankings.model(chat)).trained_at
+
+        now[0] += 60
+        restarted = Ranker(store, lambda: now[0])  # a restart: nothing current is retrained
+        assert await restarted.model(chat) is not None
+        assert (await store.rankings.model(chat)).trained_at == trained
+
+        await store.feedback.set(chat, papers[50].arxiv_id, Feedback.LESS, now[0])
+        assert await restarted.model(chat) is not None
+        assert (await store.rankings.model(chat)).trained_at == now[0], "labels changed"
+        status = await restarted.status(chat)
+        assert (status.labels, status.positives, status.active) == (MIN_POSITIVES + 1,
+                                                                   MIN_POSITIVES, True)
+
+        await store.saved.remove(chat, papers[0].arxiv_id)
+        assert not (await restarted.status(chat)).active, "below the minimum: no model"
+        assert await store.rankings.model(chat) is None
+
+        similar = await restarted.similar(papers[3].arxiv_id, 3)
+        assert similar and papers[3].arxiv_id not in [p.arxiv_id for p in similar]
+    finally:
+        await store.close()
