@@ -109,7 +109,8 @@ async def _post_init(application: Application) -> None:
     services.sender = Sender(application.bot, services.storage, services.clock, services.pacer,
                              window=settings.send_window,
                              on_migrated=services.subscriptions.chat_migrated,
-                             guides=services.guides is not None)
+                             guides=services.guides is not None,
+                             relevance=services.ranker.chat_scores)
     services.pipeline = Pipeline(settings, services.storage, services.arxiv,
                                  services.subscriptions, services.clock)
     await set_command_menus(application)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from tests.conftest import Harness, make_paper
 
 CHAT = 7301
 DAY1 = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
+DAY2 = DAY1 + timedelta(days=1)
 
 TOPICS = {
     "graph": ("Graph neural networks for {x}",
@@ -66,3 +67,40 @@ async def test_stats_counts_labels_and_says_when_the_model_is_on(harness: Harnes
     assert zh is not None
     reply = await harness.ask(CHAT, "/stats")
     assert "个性化排序：5 条反馈" in reply.text and "模型已启用" in reply.text
+
+
+async def test_a_digest_lists_the_chats_kind_of_paper_first_once_it_has_a_model(
+        harness: Harness) -> None:
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+    for number in range(1, 6):  # the chat saves the five graph papers
+        card = await harness.ask(CHAT, f"/paper 2611.1000{number}")
+        save = next(b for b in card.buttons if "Save" in b["text"])
+        await harness.press(CHAT, card.message_id, save["callback_data"])
+    reply = await harness.ask(CHAT, "/follow cs.LG")
+    assert "Following" in reply.text
+    # The next day: twelve matches, quantum ones first by id, so a digest in arrival order
+    # would open with them.
+    subjects = (*SUBJECTS, "sensors")
+    quantum = [make_paper(100 + n, title=TOPICS["quantum"][0].format(x=s),
+                          abstract=TOPICS["quantum"][1].format(x=s), authors=("Q Author",))
+               for n, s in enumerate(subjects)]
+    graph = [make_paper(200 + n, title=TOPICS["graph"][0].format(x=s),
+                        abstract=TOPICS["graph"][1].format(x=s), authors=("G Author",))
+             for n, s in enumerate(subjects)]
+    harness.serve_feed(quantum + graph, announce_date=DAY2)
+    before = len(harness.tg.messages(CHAT))
+
+    await harness.poll()
+
+    [digest] = harness.tg.messages(CHAT)[before:]
+    entries = [line for line in digest.text.splitlines() if line.split(".")[0].isdigit()]
+    assert len(entries) == 12, digest.text
+    assert all("Graph neural networks" in line for line in entries[:6]), digest.text
+    assert all("Quantum error correction" in line for line in entries[6:]), digest.text
+    # Save-by-number follows the shown order: button 1 saves the first graph paper shown.
+    first = next(b for b in digest.buttons if b["text"] == "💾 1")
+    await harness.press(CHAT, digest.message_id, first["callback_data"])
+    saved = await harness.services.storage.saved.all(CHAT)
+    assert any(p.title.startswith("Graph neural networks") and p.arxiv_id >= "2611.10200"
+               for p in saved)

@@ -6,7 +6,7 @@ digest) and for the buttons (the same alert redrawn, expanded or collapsed). No 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bot.delivery.callbacks import DigestMore
@@ -24,6 +24,10 @@ from bot.storage.chats import Chat
 from bot.storage.outbox import OutboxRow
 
 DIGEST_THRESHOLD = 10  # more pending alerts than this for one chat arrive as a digest
+
+# A chat's relevance score for each paper, or None when it has no ranking model (the ranker
+# implements it; delivery only orders by it and never imports the ranker).
+Relevance = Callable[[int, Sequence[Paper]], Awaitable[Sequence[float] | None]]
 # A digest shows at most this many entries (three messages); it ends with "+N more" and a
 # button that shows the rest, so a chat back from a long pause is not flooded, nor loses any.
 DIGEST_MAX_ENTRIES = 100
@@ -75,11 +79,13 @@ async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
 
 
 async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow], *,
-                           digest_run: bool = False, guide: bool = False) -> Composition:
+                           digest_run: bool = False, guide: bool = False,
+                           relevance: Relevance | None = None) -> Composition:
     """The messages for a chat's pending rows: one alert each, or a digest when there are more
-    than DIGEST_THRESHOLD of them or the chat's daily digest is due (`digest_run`)."""
+    than DIGEST_THRESHOLD of them or the chat's daily digest is due (`digest_run`). A digest
+    lists the most relevant first when `relevance` scores them for the chat."""
     if digest_run or len(rows) > DIGEST_THRESHOLD:
-        return await _digest(store, chat, rows)
+        return await _digest(store, chat, rows, relevance)
     messages, missing = [], []
     for row in rows:
         paper = await load_paper(store, row.alert.arxiv_id, row.alert.version)
@@ -91,12 +97,18 @@ async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow]
     return Composition(messages, missing, digest=False)
 
 
-async def _digest(store: Storage, chat: Chat, rows: Sequence[OutboxRow]) -> Composition:
+async def _digest(store: Storage, chat: Chat, rows: Sequence[OutboxRow],
+                  relevance: Relevance | None = None) -> Composition:
     # Each entry shows its own row's version: a chat can have two versions of one paper
     # waiting (a revision during a pause), and each must be shown once, as itself.
     entries, kept, missing = await _entries(store, rows)
     if not kept:
         return Composition([], missing, digest=True)
+    scores = None if relevance is None else await relevance(chat.id, [e.paper for e in entries])
+    if scores is not None:
+        # Most relevant first; equal scores keep the order they arrived in.
+        order = sorted(range(len(entries)), key=lambda i: -scores[i])
+        entries, kept = [entries[i] for i in order], [kept[i] for i in order]
     shown, overflow = kept[:DIGEST_MAX_ENTRIES], kept[DIGEST_MAX_ENTRIES:]
     rendered = render_digest(entries[:DIGEST_MAX_ENTRIES], lang=chat.language)
     # Each message of a digest carries some entries; rows are marked sent per message.

@@ -25,7 +25,7 @@ from telegram.error import (
 from telegram.ext import ExtBot
 
 from bot.clock import Clock
-from bot.delivery.compose import Outgoing, compose_for_chat
+from bot.delivery.compose import Outgoing, Relevance, compose_for_chat
 from bot.delivery.pacing import OVERALL_PER_SECOND, Pacer
 from bot.storage import Storage
 from bot.storage.chats import Chat
@@ -130,7 +130,8 @@ class Sender:
     def __init__(self, bot: Bot, storage: Storage, clock: Clock, pacer: Pacer | None = None, *,
                  window: int | None = None,
                  on_migrated: Callable[[int, int], Awaitable[object]] | None = None,
-                 guides: bool = False) -> None:
+                 guides: bool = False,
+                 relevance: Relevance | None = None) -> None:
         """`on_migrated(old_id, new_id)` runs after a group moved to a supergroup id, for
         whatever keeps chat ids in memory (the subscription matcher). `window` None means
         DEFAULT_SEND_WINDOW; `guides` adds the 🧠 Guide button to alerts."""
@@ -143,6 +144,7 @@ class Sender:
         self._pacer = pacer or Pacer()
         self._on_migrated = on_migrated
         self._guides = guides
+        self._relevance = relevance  # orders a digest, most relevant first
         self._lock = asyncio.Lock()
         self._window = asyncio.Semaphore(window)
         self.window = window
@@ -250,7 +252,8 @@ class Sender:
         if not rows:
             return
         composition = await compose_for_chat(self._store, chat, rows, digest_run=digest_mode_run,
-                                             guide=self._guides)
+                                             guide=self._guides,
+                                             relevance=self._relevance)
         if composition.missing:
             await self._store.outbox.mark_failed([r.id for r in composition.missing],
                                                  "paper missing from the store")

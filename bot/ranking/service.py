@@ -135,6 +135,11 @@ class Ranker:
         table = await asyncio.to_thread(compute)
         return {chat: table[:, column] for column, chat in enumerate(chats)}
 
+    async def chat_scores(self, chat_id: int, papers: Sequence[Paper]) -> list[float] | None:
+        """The chat's score for each paper, or None when it has no model (for digest order)."""
+        table = await self.scores([chat_id], papers)
+        return None if chat_id not in table else table[chat_id].tolist()
+
     async def similar(self, arxiv_id: str, count: int) -> list[Paper]:
         """The stored papers nearest to `arxiv_id` (tf-idf cosine), best first."""
         paper = await self._store.papers.get(arxiv_id)
