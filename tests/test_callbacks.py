@@ -13,6 +13,7 @@ from bot.delivery.callbacks import (
     Rate,
     RemoveSaved,
     SavedPage,
+    ShowSimilar,
     ToggleAbstract,
     ToggleSave,
     Unfollow,
@@ -134,6 +135,8 @@ def test_invalid_actions_cannot_be_built(build: object) -> None:
         "v1:f:2611.11450:m:2",
         "v1:f:2611.11450v2:m:1",  # a label is for the paper, not a version
         "v1:f:2611.11450:more:1",
+        "v1:i:2611.11450v2",  # similar papers are found for a base id
+        "v1:i:",
         "v1:s:2611.11450\n",
         "v1:p:1" + "0" * 70,
         "v1:s:" + "a" * 80 + "/0601001",
@@ -168,6 +171,7 @@ actions = st.one_of(
     st.builds(RemoveSaved, base_only_ids, st.integers(1, 100_000)),
     st.builds(DigestMore, st.integers(0, 2**63 - 1), st.none() | st.integers(1, 2**63 - 1)),
     st.builds(Rate, base_only_ids, st.sampled_from(Feedback), st.booleans()),
+    st.builds(ShowSimilar, base_only_ids),
     st.just(Noop()),
 )
 

@@ -104,3 +104,22 @@ async def test_a_digest_lists_the_chats_kind_of_paper_first_once_it_has_a_model(
     saved = await harness.services.storage.saved.all(CHAT)
     assert any(p.title.startswith("Graph neural networks") and p.arxiv_id >= "2611.10200"
                for p in saved)
+
+
+async def test_the_similar_button_of_a_saved_paper_lists_its_neighbours(
+        harness: Harness) -> None:
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+    card = await harness.ask(CHAT, "/paper 2611.10007")  # a quantum paper
+    save = next(b for b in card.buttons if "Save" in b["text"])
+    await harness.press(CHAT, card.message_id, save["callback_data"])
+    library = await harness.ask(CHAT, "/saved")
+    assert "🔎 1" in library.button_texts and "✖ 1" in library.button_texts
+
+    similar = next(b for b in library.buttons if b["text"] == "🔎 1")
+    await harness.press(CHAT, library.message_id, similar["callback_data"])
+
+    reply = harness.tg.messages(CHAT)[-1]
+    assert "nearest to 2611.10007" in reply.text
+    entries = [line for line in reply.text.splitlines() if line[:2] in {"1.", "2.", "3."}]
+    assert entries and all("Quantum error correction" in line for line in entries), reply.text

@@ -10,6 +10,7 @@ Wire format: `v1:<kind>:<fields…>`, fields separated by `:`.
 | `p` | `v1:p:3` | show page 3 (1-based) of the saved library |
 | `r` | `v1:r:2611.11450:3` | remove a paper from the saved library, then show page 3 |
 | `f` | `v1:f:2611.11450:m:1` | 👍 (`m`) or 👎 (`l`): give the label (`1`), clear it (`0`) |
+| `i` | `v1:i:2611.11450` | list the stored papers nearest to a paper (🔎 in /saved) |
 | `n` | `v1:n` | a label-only button (e.g. the page counter); does nothing |
 | `m` | `v1:m:30`, `v1:m:30:512`| a capped digest's rest after 30 entries of this message (or 512) |
 | `g` | `v1:g:2611.11450v2` | write (or show the cached) AI reading guide of that version |
@@ -160,6 +161,18 @@ class Rate:
             raise ValueError(f"give must be a bool, got {self.give!r}")
 
 
+@dataclass(frozen=True, slots=True)
+class ShowSimilar:
+    """List the stored papers nearest to a paper of the library."""
+
+    paper: ArxivId  # base id
+
+    def __post_init__(self) -> None:
+        _check_id(self.paper)
+        if self.paper.version is not None:
+            raise ValueError("similar papers are found for a base id")
+
+
 _LABEL_CODES = {Feedback.MORE: "m", Feedback.LESS: "l"}
 _LABELS_BY_CODE = {code: label for label, code in _LABEL_CODES.items()}
 
@@ -170,7 +183,7 @@ class Noop:
 
 
 Action = (ToggleSave | ToggleAbstract | Unfollow | SavedPage | RemoveSaved | DigestMore
-          | ShowGuide | Rate | Noop)
+          | ShowGuide | Rate | ShowSimilar | Noop)
 
 
 def encode(action: Action) -> str:
@@ -196,6 +209,8 @@ def encode(action: Action) -> str:
             fields = ["g", str(paper)]
         case Rate(paper=paper, label=label, give=give):
             fields = ["f", str(paper), _LABEL_CODES[label], "1" if give else "0"]
+        case ShowSimilar(paper=paper):
+            fields = ["i", str(paper)]
         case Noop():
             fields = ["n"]
         case _:
@@ -248,6 +263,8 @@ def _decode_fields(kind: str, fields: list[str]) -> Action | None:
             return _with_id(paper, lambda p: ShowGuide(p))
         case "f", [paper, ("m" | "l") as code, ("0" | "1") as flag]:
             return _with_id(paper, lambda p: Rate(p, _LABELS_BY_CODE[code], flag == "1"))
+        case "i", [paper]:
+            return _with_id(paper, lambda p: ShowSimilar(p))
         case "n", []:
             return Noop()
     return None

@@ -29,7 +29,7 @@ def render_saved_page(papers: Sequence[Paper], *, page: int, total: int,
         return RenderedMessage(text, InlineKeyboardMarkup([]))
     lines = [t(lang, "<b>Your library</b> — {total} saved, page {page}/{pages}",
                total=total, page=page, pages=pages), ""]
-    remove_row = []
+    remove_row, similar_row = [], []
     first_number = (page - 1) * PAGE_SIZE + 1
     for number, paper in enumerate(papers, start=first_number):
         title = html.escape(truncate_at_word(latex_to_unicode(paper.title), 200))
@@ -42,6 +42,10 @@ def render_saved_page(papers: Sequence[Paper], *, page: int, total: int,
             callback_data=callbacks.encode(
                 callbacks.RemoveSaved(ArxivId(paper.arxiv_id), page)),
         ))
+        similar_row.append(InlineKeyboardButton(
+            t(lang, "🔎 {number}", number=number),
+            callback_data=callbacks.encode(callbacks.ShowSimilar(ArxivId(paper.arxiv_id))),
+        ))
     nav = []
     if page > 1:
         nav.append(InlineKeyboardButton("◀", callback_data=callbacks.encode(
@@ -51,4 +55,5 @@ def render_saved_page(papers: Sequence[Paper], *, page: int, total: int,
     if page < pages:
         nav.append(InlineKeyboardButton("▶", callback_data=callbacks.encode(
             callbacks.SavedPage(page + 1))))
-    return RenderedMessage("\n".join(lines), InlineKeyboardMarkup([remove_row, nav]))
+    return RenderedMessage("\n".join(lines),
+                           InlineKeyboardMarkup([remove_row, similar_row, nav]))

@@ -44,6 +44,9 @@ async def on_button(update: Update, context: BotContext) -> None:
             await guides.on_guide_button(update, context, action)
         case callbacks.Rate():
             await on_rate(update, context, action)
+        case callbacks.ShowSimilar():
+            await query.answer()
+            await library.show_similar(update, context, action.paper.base)
         case callbacks.Noop():
             # Always answer, even with nothing to say, or the client shows a spinner.
             await query.answer()
