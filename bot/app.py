@@ -8,7 +8,8 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 
-from telegram import BotCommand
+from telegram import Bot, BotCommand
+from telegram.constants import ParseMode
 from telegram.error import TelegramError
 from telegram.ext import (
     Application,
@@ -27,6 +28,7 @@ from bot.budget import BudgetPolicy, CommandBudget
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.delivery.pacing import PacedRateLimiter, Pacer
+from bot.delivery.render import ForYouEntry, render_for_you
 from bot.delivery.schedule import digest_due
 from bot.delivery.sender import Sender
 from bot.guides.client import GuideClient
@@ -62,6 +64,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("tz", _("Set your time zone")),
     ("lang", _("Language: en or zh")),
     ("similar", _("Stored papers nearest to a paper")),
+    ("foryou", _("Daily papers your subscriptions missed: on, off or N")),
     ("stats", _("What arXiv announced lately")),
     ("help", _("How to write queries; all commands")),
     ("start", _("Introduction")),
@@ -123,6 +126,8 @@ async def _post_init(application: Application) -> None:
     jobs.run_repeating(tracked(digest_job), interval=DIGEST_CHECK_INTERVAL,
                        first=DIGEST_CHECK_INTERVAL, name="digests")
     jobs.run_repeating(tracked(prune_job), interval=86400, first=600, name="prune")
+    jobs.run_repeating(tracked(for_you_job), interval=DIGEST_CHECK_INTERVAL,
+                       first=DIGEST_CHECK_INTERVAL, name="for-you")
     jobs.run_repeating(tracked(telegram_heartbeat_job), interval=TELEGRAM_HEARTBEAT_INTERVAL,
                        first=1.0, name="telegram-heartbeat")
     if services.community is not None:
@@ -229,6 +234,47 @@ async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
     return sent
 
 
+async def for_you_job(context: BotContext) -> None:
+    """Send each chat with For you on its daily suggestions once its local time has come."""
+    services = context.services
+    if services.ranker is None:
+        return
+    await send_for_you(services.storage, services.ranker, context.bot, services.clock.now())
+
+
+async def send_for_you(storage: Storage, ranker: Ranker, bot: Bot, now: float) -> int:
+    """Send every For-you message due at `now`; returns how many chats received one. A chat
+    whose papers all score below the threshold gets nothing that day."""
+    due = []
+    for setting in await storage.rankings.for_you_chats():
+        chat = await storage.chats.get(setting.chat_id)
+        if chat is None or not chat.active or chat.paused:
+            continue
+        last = setting.last_sent_at if setting.last_sent_at is not None else setting.enabled_at
+        if digest_due(now, last, chat_settings.for_you_time(chat), chat.timezone):
+            due.append((chat, setting.count))
+    if not due:
+        return 0
+    picks = await ranker.suggestions([(chat.id, count) for chat, count in due], now)
+    sent = 0
+    for chat, _count in due:
+        await storage.rankings.mark_for_you_sent(chat.id, now)
+        suggestions = picks.get(chat.id)
+        if not suggestions:
+            continue
+        message = render_for_you([ForYouEntry(
+            s.paper, s.like.title if s.like else None, s.terms) for s in suggestions],
+            lang=chat.language)
+        try:
+            await bot.send_message(chat.id, message.text, parse_mode=ParseMode.HTML,
+                                   reply_markup=message.reply_markup,
+                                   disable_web_page_preview=True)
+            sent += 1
+        except TelegramError as exc:
+            log.warning("For-you message to chat %s failed: %s", chat.id, exc)
+    return sent
+
+
 async def prune_job(context: BotContext) -> None:
     """Daily upkeep: forget old delivered alerts and old papers nobody keeps; let the garbage
     collector see a large index once (it frees what polls' freezes kept from it)."""
@@ -327,6 +373,7 @@ def build_application(
     application.add_handler(CommandHandler("guide", guides.guide))
     application.add_handler(CommandHandler("trending", trending.trending))
     application.add_handler(CommandHandler("similar", library.similar))
+    application.add_handler(CommandHandler("foryou", chat_settings.for_you))
     application.add_handler(CommandHandler("pause", chat_settings.pause))
     application.add_handler(CommandHandler("resume", chat_settings.resume))
     application.add_handler(CommandHandler("digest", chat_settings.digest))

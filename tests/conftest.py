@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from telegram.ext import Application
 
-from bot.app import build_application, send_due_digests
+from bot.app import build_application, send_due_digests, send_for_you
 from bot.budget import UNLIMITED, BudgetPolicy
 from bot.clock import Clock, ManualClock
 from bot.config import Settings, load_settings
@@ -114,6 +114,10 @@ class Harness:
     async def send_due_digests(self) -> int:
         return await send_due_digests(self.services.storage, self.services.sender,
                                       self.clock.now())
+
+    async def send_for_you(self) -> int:
+        return await send_for_you(self.services.storage, self.services.ranker,
+                                  self.app.bot, self.clock.now())
 
     def serve_feed(self, papers: list[Paper], names: tuple[str, ...] = ("cs",),
                    announce_date: datetime | None = None) -> None:

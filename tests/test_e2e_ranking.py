@@ -123,3 +123,76 @@ async def test_the_similar_button_of_a_saved_paper_lists_its_neighbours(
     assert "nearest to 2611.10007" in reply.text
     entries = [line for line in reply.text.splitlines() if line[:2] in {"1.", "2.", "3."}]
     assert entries and all("Quantum error correction" in line for line in entries), reply.text
+
+
+async def test_for_you_sends_what_the_subscriptions_missed_with_reasons_once_a_day(
+        harness: Harness) -> None:
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+    for number in range(1, 6):  # the chat saves the five graph papers of day one
+        card = await harness.ask(CHAT, f"/paper 2611.1000{number}")
+        save = next(b for b in card.buttons if "Save" in b["text"])
+        await harness.press(CHAT, card.message_id, save["callback_data"])
+    reply = await harness.ask(CHAT, "/follow ti:quantum")
+    assert "Following" in reply.text
+    reply = await harness.ask(CHAT, "/foryou 3")
+    assert "For you is on" in reply.text and "up to 3 papers" in reply.text
+    # Day two: four graph papers its subscription does not match, four quantum ones it does.
+    subjects = ("sensors", "markets", "weather", "power grids")
+    quantum = [make_paper(100 + n, title=TOPICS["quantum"][0].format(x=s),
+                          abstract=TOPICS["quantum"][1].format(x=s), authors=("Q Author",))
+               for n, s in enumerate(subjects)]
+    graph = [make_paper(200 + n, title=TOPICS["graph"][0].format(x=s),
+                        abstract=TOPICS["graph"][1].format(x=s), authors=("G Author",))
+             for n, s in enumerate(subjects)]
+    harness.serve_feed(quantum + graph, announce_date=DAY2)
+    await harness.poll()
+    before = len(harness.tg.messages(CHAT))
+    assert await harness.send_for_you() == 0, "not before the chat's hour"
+
+    harness.clock.advance(86_400)
+    assert await harness.send_for_you() == 1
+
+    [message] = harness.tg.messages(CHAT)[before:]
+    assert "For you" in message.text
+    entries = [line for line in message.text.splitlines() if line[:2] in {"1.", "2.", "3."}]
+    assert len(entries) == 3, message.text
+    assert all("Graph neural networks" in line for line in entries), "only what it missed"
+    assert message.text.count("like your saved “Graph neural networks for") == 3, message.text
+    assert [b["text"] for b in message.buttons] == ["💾 1", "💾 2", "💾 3"]
+    assert await harness.send_for_you() == 0, "once a day"
+
+    # Off means off.
+    await harness.ask(CHAT, "/foryou off")
+    harness.clock.advance(86_400)
+    assert await harness.send_for_you() == 0
+
+
+async def test_for_you_sends_nothing_on_a_day_nothing_clears_the_threshold(
+        harness: Harness) -> None:
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+    for number in range(1, 6):  # graph papers saved
+        card = await harness.ask(CHAT, f"/paper 2611.1000{number}")
+        save = next(b for b in card.buttons if "Save" in b["text"])
+        await harness.press(CHAT, card.message_id, save["callback_data"])
+    await harness.ask(CHAT, "/follow ti:graph")
+    await harness.ask(CHAT, "/foryou on")
+    # Day two: only quantum papers, which the subscription misses and the model scores low.
+    quantum = [make_paper(100 + n, title=TOPICS["quantum"][0].format(x=s),
+                          abstract=TOPICS["quantum"][1].format(x=s), authors=("Q Author",))
+               for n, s in enumerate(("sensors", "markets", "weather"))]
+    harness.serve_feed(quantum, announce_date=DAY2)
+    await harness.poll()
+    before = len(harness.tg.messages(CHAT))
+    harness.clock.advance(86_400)
+
+    assert await harness.send_for_you() == 0
+    assert len(harness.tg.messages(CHAT)) == before
+
+
+async def test_foryou_without_enough_labels_says_when_it_starts(harness: Harness) -> None:
+    reply = await harness.ask(CHAT, "/foryou on")
+    assert "up to 5 papers" in reply.text and "5 to go" in reply.text
+    reply = await harness.ask(CHAT, "/foryou lots")
+    assert "/foryou off" in reply.text

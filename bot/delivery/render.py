@@ -452,6 +452,41 @@ def _feedback_buttons(paper: ArxivId, given: Feedback | None) -> list[InlineKeyb
     return buttons
 
 
+@dataclass(frozen=True, slots=True)
+class ForYouEntry:
+    """One suggested paper and its reason: a saved paper it is like, or terms it scored on."""
+
+    paper: Paper
+    like_title: str | None = None
+    terms: tuple[str, ...] = ()
+    saved: bool = False
+
+
+def render_for_you(entries: Sequence[ForYouEntry], *, lang: str = "en") -> RenderedMessage:
+    """The daily "For you" message: numbered papers with a one-line reason and Save buttons."""
+    lines = ["✨ <b>" + _esc(t(lang, "For you")) + "</b> · " + _esc(tn(
+        lang, "{count} paper your subscriptions did not match",
+        "{count} papers your subscriptions did not match", len(entries)))]
+    buttons = []
+    for number, entry in enumerate(entries, 1):
+        paper = entry.paper
+        href = html.escape(paper.abs_url, quote=True)
+        if entry.like_title is not None:
+            reason = t(lang, "like your saved “{title}”",
+                       title=truncate_at_word(_plain(entry.like_title), 80))
+        else:
+            reason = t(lang, "you liked: {terms}", terms=", ".join(entry.terms[:3]) or "—")
+        lines.append("")
+        lines.append(f"<b>{number}.</b> {_clip(_plain(paper.title), 220)}\n"
+                     f"{_esc(_authors_text(paper.authors, 2, 40, lang))} · "
+                     f'<a href="{href}">{_clip(paper.arxiv_id, 60)}</a>\n'
+                     f"↳ <i>{_esc(reason)}</i>")
+        buttons.append(_digest_button(number, DigestEntry(paper=paper, saved=entry.saved), lang))
+    rows = [buttons[k : k + DIGEST_BUTTONS_PER_ROW]
+            for k in range(0, len(buttons), DIGEST_BUTTONS_PER_ROW)]
+    return RenderedMessage("\n".join(lines), InlineKeyboardMarkup(rows), entry_count=len(entries))
+
+
 def render_similar(paper: Paper, nearest: Sequence[Paper], *, lang: str = "en") -> str:
     """The papers nearest to `paper`, one numbered line each with a link."""
     lines = [_esc(t(lang, "🔎 Stored papers nearest to {id}:", id=paper.arxiv_id)),

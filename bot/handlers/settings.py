@@ -13,6 +13,7 @@ from bot.handlers.common import (
 )
 from bot.handlers.context import BotContext
 from bot.i18n import SUPPORTED_LANGUAGES, t, tn
+from bot.ranking.model import MIN_POSITIVES
 
 
 async def pause(update: Update, context: BotContext) -> None:
@@ -126,3 +127,54 @@ async def language(update: Update, context: BotContext) -> None:
     await context.store.chats.set_language(chat_id, choice)
     context.chat_data["record"] = await context.store.chats.get(chat_id)
     await reply(update, context, t(choice, "Language set to English."))
+
+
+FOR_YOU_DEFAULT_COUNT = 5
+FOR_YOU_MAX_COUNT = 20
+FOR_YOU_DEFAULT_TIME = "09:00"  # local time, for a chat without a digest time
+
+
+def for_you_time(record: object) -> str:
+    """When a chat's For-you message comes: its digest time, else the default hour."""
+    return getattr(record, "digest_time", None) or FOR_YOU_DEFAULT_TIME
+
+
+async def for_you(update: Update, context: BotContext) -> None:
+    """`/foryou on|off|N`: a daily message of papers the subscriptions missed but the chat's
+    model scores highly."""
+    lang = context.lang
+    argument = await read_argument(update, context)
+    if argument is None:
+        return
+    chat_id = update.effective_chat.id
+    word = argument.strip().lower()
+    count: int | None
+    if word == "on":
+        current = await context.store.rankings.for_you(chat_id)
+        count = current.count if current else FOR_YOU_DEFAULT_COUNT
+    elif word.isdigit() and 1 <= int(word) <= FOR_YOU_MAX_COUNT:
+        count = int(word)
+    elif word == "off":
+        count = None
+    else:
+        await reply(update, context, t(
+            lang, "Send <code>/foryou on</code>, <code>/foryou off</code> or "
+            "<code>/foryou N</code> (1–{maximum} papers a day).", maximum=FOR_YOU_MAX_COUNT))
+        return
+    if not await may_change_settings(update, context):
+        return
+    await context.store.rankings.set_for_you(chat_id, count, context.now())
+    if count is None:
+        await reply(update, context, t(lang, "For you is off."))
+        return
+    record = context.chat_record
+    lines = [t(lang, "✨ For you is on: once a day at {time} ({zone}), up to {count} papers "
+                     "your subscriptions did not match but your saved and 👍 papers suggest.",
+               time=for_you_time(record), zone=record.timezone if record else "UTC",
+               count=count)]
+    status = await context.ranker.status(chat_id)
+    if not status.active:
+        lines.append(t(lang, "It starts once you have {minimum} saved or 👍 papers "
+                             "({missing} to go).", minimum=MIN_POSITIVES,
+                       missing=MIN_POSITIVES - status.positives))
+    await reply(update, context, "\n".join(lines))

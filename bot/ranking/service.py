@@ -25,11 +25,16 @@ from bot.ranking.model import (
     nearest,
     score,
     stack,
+    top_terms,
     train,
 )
 from bot.storage import Storage
 from bot.storage.rankings import StoredModel, StoredVocabulary
 
+FOR_YOU_THRESHOLD = 0.0  # the classifier's own boundary: above it, the model calls it a match
+FOR_YOU_WINDOW = 86_400  # seconds: a day's papers are the candidates
+FOR_YOU_CANDIDATES = 5_000  # at most this many recent papers per chat
+LIKE_MIN_SIMILARITY = 0.15  # below this, the reason is the top terms, not a saved paper
 CORPUS_PAPERS = 5_000  # the newest papers the vocabulary is fitted on (plus every labelled one)
 REFIT_AFTER = 7 * 86_400  # seconds: a week of new papers is worth new terms and weights
 
@@ -41,6 +46,16 @@ class RankerStatus:
     labels: int
     positives: int
     active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """A paper the chat's subscriptions missed, with why the model suggests it."""
+
+    paper: Paper
+    score: float
+    like: Paper | None  # the chat's positive it is most similar to, when close enough
+    terms: tuple[str, ...]  # else the terms that raised its score most
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -140,6 +155,41 @@ class Ranker:
         table = await self.scores([chat_id], papers)
         return None if chat_id not in table else table[chat_id].tolist()
 
+    async def suggestions(self, chats: Sequence[tuple[int, int]],
+                          now: float) -> dict[int, list[Suggestion]]:
+        """For each (chat, count): up to `count` of the last day's papers its subscriptions did
+        not match that its model scores above FOR_YOU_THRESHOLD, best first; chats without a
+        model or with nothing above the threshold are left out. One product scores them all."""
+        candidates: dict[int, list[Paper]] = {}
+        papers: dict[str, Paper] = {}
+        for chat_id, _ in chats:
+            found = await self._store.rankings.unmatched_since(
+                chat_id, now - FOR_YOU_WINDOW, FOR_YOU_CANDIDATES)
+            candidates[chat_id] = found
+            papers.update((p.arxiv_id, p) for p in found)
+        ordered = list(papers.values())
+        table = await self.scores([chat_id for chat_id, _ in chats], ordered)
+        vocabulary = self._vocabulary
+        if not table or vocabulary is None:
+            return {}
+        column = {p.arxiv_id: i for i, p in enumerate(ordered)}
+        wanted = dict(chats)
+        picks: dict[int, list[tuple[Paper, float]]] = {}
+        for chat_id, scores in table.items():
+            scored = [(p, float(scores[column[p.arxiv_id]])) for p in candidates[chat_id]]
+            above = sorted((s for s in scored if s[1] > FOR_YOU_THRESHOLD),
+                           key=lambda s: -s[1])[:wanted[chat_id]]
+            if above:
+                picks[chat_id] = above
+        result = {}
+        for chat_id, chosen in picks.items():
+            labels = await self.labels(chat_id)
+            model = await self.model(chat_id)
+            corpus = await self._corpus_with(vocabulary, labels.positives)
+            result[chat_id] = await asyncio.to_thread(
+                _explain, vocabulary, corpus, model, sorted(labels.positives), chosen)
+        return result
+
     async def similar(self, arxiv_id: str, count: int) -> list[Paper]:
         """The stored papers nearest to `arxiv_id` (tf-idf cosine), best first."""
         paper = await self._store.papers.get(arxiv_id)
@@ -163,6 +213,27 @@ class Ranker:
             corpus = _Corpus(papers, {p.arxiv_id: i for i, p in enumerate(papers)}, matrix)
             self._corpus = corpus
         return corpus
+
+
+def _explain(vocabulary: Vocabulary, corpus: _Corpus, model: ChatModel | None,
+             positives: Sequence[str], chosen: Sequence[tuple[Paper, float]]
+             ) -> list[Suggestion]:
+    """Each pick with its reason: the most similar positive, or the model's top terms."""
+    rows = [corpus.rows[i] for i in positives if i in corpus.rows]
+    library = corpus.matrix[rows]
+    terms = vocabulary.terms()
+    vectors = vocabulary.transform([paper for paper, _ in chosen])
+    suggestions = []
+    for index, (paper, value) in enumerate(chosen):
+        vector = vectors[index]
+        best = nearest(library, vector, 1) if rows else []
+        if best and best[0][1] >= LIKE_MIN_SIMILARITY:
+            like = corpus.papers[rows[best[0][0]]]
+            suggestions.append(Suggestion(paper, value, like, ()))
+        else:
+            found = tuple(top_terms(model, vector, terms)) if model is not None else ()
+            suggestions.append(Suggestion(paper, value, None, found))
+    return suggestions
 
 
 def _loaded(stored: StoredModel) -> ChatModel:

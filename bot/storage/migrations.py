@@ -354,6 +354,20 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         );
         """,
     ),
+    (
+        10,
+        "for you: chats that get a daily message of papers their subscriptions missed",
+        """
+        -- A row means "on": up to `count` papers a day, the first due at the chat's digest
+        -- time (or the default hour) after `enabled_at`.
+        CREATE TABLE foryou (
+            chat_id      INTEGER PRIMARY KEY,
+            count        INTEGER NOT NULL CHECK (count BETWEEN 1 AND 20),
+            enabled_at   REAL NOT NULL,
+            last_sent_at REAL
+        );
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

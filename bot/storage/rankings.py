@@ -27,6 +27,14 @@ class StoredModel:
 
 
 @dataclass(frozen=True, slots=True)
+class ForYouSetting:
+    chat_id: int
+    count: int
+    enabled_at: float
+    last_sent_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class LabelIds:
     """A chat's labels as base ids: saved papers, 👍 and 👎."""
 
@@ -89,6 +97,45 @@ class RankingRepository:
         rows = await self._db.fetchall(
             "SELECT chat_id FROM saved UNION SELECT chat_id FROM feedback ORDER BY 1")
         return [r[0] for r in rows]
+
+    async def for_you(self, chat_id: int) -> ForYouSetting | None:
+        row = await self._db.fetchone(
+            "SELECT chat_id, count, enabled_at, last_sent_at FROM foryou WHERE chat_id = ?",
+            (chat_id,))
+        return None if row is None else ForYouSetting(*row)
+
+    async def for_you_chats(self) -> list[ForYouSetting]:
+        rows = await self._db.fetchall(
+            "SELECT chat_id, count, enabled_at, last_sent_at FROM foryou ORDER BY chat_id")
+        return [ForYouSetting(*row) for row in rows]
+
+    async def set_for_you(self, chat_id: int, count: int | None, now: float) -> None:
+        """Turn For you on with `count` papers a day (keeping when it was last sent), or off."""
+        if count is None:
+            await self._db.execute("DELETE FROM foryou WHERE chat_id = ?", (chat_id,))
+            return
+        await self._db.execute(
+            "INSERT INTO foryou (chat_id, count, enabled_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (chat_id) DO UPDATE SET count = excluded.count",
+            (chat_id, count, now))
+
+    async def mark_for_you_sent(self, chat_id: int, now: float) -> None:
+        await self._db.execute(
+            "UPDATE foryou SET last_sent_at = ? WHERE chat_id = ?", (now, chat_id))
+
+    async def unmatched_since(self, chat_id: int, since: float, limit: int) -> list[Paper]:
+        """Papers announced since `since` that the chat never got an alert for, nor saved
+        nor labelled: what its subscriptions missed."""
+        rows = await self._db.fetchall(
+            """
+            SELECT * FROM papers WHERE first_seen_at >= ? AND from_feed = 1
+              AND arxiv_id NOT IN (SELECT arxiv_id FROM outbox WHERE chat_id = ?)
+              AND arxiv_id NOT IN (SELECT arxiv_id FROM saved WHERE chat_id = ?)
+              AND arxiv_id NOT IN (SELECT arxiv_id FROM feedback WHERE chat_id = ?)
+            ORDER BY first_seen_at DESC, arxiv_id LIMIT ?
+            """,
+            (since, chat_id, chat_id, chat_id, limit))
+        return [paper_from_row(r) for r in rows]
 
     async def corpus(self, limit: int) -> list[Paper]:
         """The papers to fit the vocabulary on and sample negatives from: the newest `limit`
