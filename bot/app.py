@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 
-from telegram import Bot, BotCommand
+from telegram import Bot, BotCommand, LinkPreviewOptions
 from telegram.constants import ParseMode
 from telegram.error import TelegramError
 from telegram.ext import (
@@ -17,6 +17,7 @@ from telegram.ext import (
     CallbackQueryHandler,
     CommandHandler,
     ContextTypes,
+    Defaults,
     MessageHandler,
     TypeHandler,
     filters,
@@ -38,6 +39,7 @@ from bot.handlers import settings as chat_settings
 from bot.handlers.common import record_chat
 from bot.handlers.context import BotContext, Services
 from bot.handlers.guard import BudgetGate
+from bot.handlers.update_processor import PerChatUpdateProcessor
 from bot.health import TELEGRAM_HEARTBEAT_INTERVAL, WatchedRequest
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.pipeline import Pipeline
@@ -47,7 +49,6 @@ from bot.ranking.service import Ranker
 from bot.sources.huggingface import CommunityPicks
 from bot.storage import Storage
 from bot.storage.heartbeats import Beat
-from bot.update_processor import PerChatUpdateProcessor
 
 log = logging.getLogger(__name__)
 
@@ -348,6 +349,9 @@ def build_application(
         .base_url(f"{settings.telegram_api_url}/bot")
         .base_file_url(f"{settings.telegram_api_url}/file/bot")
         .context_types(context_types)
+        # Every message is HTML without link previews: set once here, not at each call.
+        .defaults(Defaults(parse_mode=ParseMode.HTML,
+                           link_preview_options=LinkPreviewOptions(is_disabled=True)))
         # One rate limiter for every message the bot sends: the Pacer (README, "Sending").
         .rate_limiter(PacedRateLimiter(pacer))
         .post_init(_post_init)

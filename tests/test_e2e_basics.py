@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import Harness
+from tests.conftest import Harness, make_paper
 
 
 async def test_start_greets_and_shows_example_follow_commands(harness: Harness) -> None:
@@ -59,3 +59,17 @@ async def test_plain_text_in_a_group_is_left_alone(harness: Harness) -> None:
     harness.tg.send_text(-100555, "lunch at noon?", title="Lab")
     await harness.settle()
     assert harness.tg.messages(-100555) == []
+
+
+async def test_replies_and_button_edits_are_html_without_link_previews(harness: Harness) -> None:
+    harness.serve_feed([make_paper(1)])
+    await harness.ask(5001, "/follow cs.LG")
+    reply = await harness.ask(5001, "/help")
+    await harness.poll()
+    (alert,) = [m for m in harness.tg.messages(5001) if "v1:s:" in str(m.reply_markup)]
+    await harness.press(5001, alert.message_id, alert.reply_markup["inline_keyboard"][0][0]
+                        ["callback_data"])
+    edited = harness.tg.message(5001, alert.message_id)
+    for message in (reply, alert, edited):
+        assert message.parse_mode == "HTML", message.sent_text[:80]
+        assert message.params.get("link_preview_options") == {"is_disabled": True}

@@ -26,10 +26,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from telegram.constants import InlineKeyboardButtonLimit
+
 from bot.models import ArxivId, Feedback
 
 VERSION = "v1"
-MAX_BYTES = 64  # Telegram's limit on callback_data
+MAX_BYTES = InlineKeyboardButtonLimit.MAX_CALLBACK_DATA  # 64 bytes
 MAX_PAPER_VERSION = 999
 MAX_DIGEST_NUMBER = 999
 MAX_PAGE = 100_000

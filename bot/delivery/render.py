@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+from telegram.constants import MessageLimit
 
 from bot.delivery.callbacks import (
     DigestMore,
@@ -32,7 +33,8 @@ from bot.models import AlertKind, ArxivId, CommunityPick, Feedback, Paper
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_UNITS = 4000  # Telegram allows 4096; the margin absorbs any counting surprise
+# Telegram allows 4096; the margin absorbs any counting surprise.
+MAX_MESSAGE_UNITS = MessageLimit.MAX_TEXT_LENGTH - 96
 PREVIEW_CHARS = 250  # about this much abstract in a collapsed alert: a phone screen's worth
 PREVIEW_MAX_CHARS = PREVIEW_CHARS * 5 // 4  # a sentence may run this far to end the preview
 MATCHED_LINE_CHARS = 32  # the matched queries get one line on a phone, then "+N"

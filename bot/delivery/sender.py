@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from telegram import Bot, LinkPreviewOptions
-from telegram.constants import ParseMode
+from telegram.constants import MessageLimit, ParseMode
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -278,7 +278,7 @@ class Sender:
                 case PlainText(error):
                     log.warning("Telegram refused an alert to chat %s (%s); retrying as plain "
                                 "text", chat.id, error)
-                    text, parse_mode = html_to_plain(text)[:4096], None
+                    text, parse_mode = html_to_plain(text)[:MessageLimit.MAX_TEXT_LENGTH], None
                     continue
                 case Sent():
                     report.sent += len(outgoing.rows)

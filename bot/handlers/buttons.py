@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 from telegram import InlineKeyboardMarkup, Message, Update
-from telegram.constants import ParseMode
 
 from bot.delivery import callbacks
 from bot.delivery.compose import alert_message, digest_continued, load_paper
@@ -155,9 +154,7 @@ async def on_abstract(update: Update, context: BotContext,
                                    guide=context.services.guides is not None)
     await query.answer()
     await edit_quietly(message.edit_text(
-        rendered.text, parse_mode=ParseMode.HTML, reply_markup=rendered.reply_markup,
-        disable_web_page_preview=True,
-    ))
+        rendered.text, reply_markup=rendered.reply_markup))
 
 
 async def on_more(update: Update, context: BotContext, action: callbacks.DigestMore) -> None:

@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Awaitable
 
 from telegram import Update
-from telegram.constants import ChatMemberStatus, ChatType, ParseMode
+from telegram.constants import ChatMemberStatus, ChatType
 from telegram.error import BadRequest, TelegramError
 
 from bot.handlers.context import BotContext
@@ -48,12 +48,10 @@ async def record_chat(update: Update, context: BotContext) -> None:
 
 
 async def reply(update: Update, context: BotContext, text: str, **kwargs: object) -> None:
-    """Reply in HTML without link previews."""
+    """Reply in HTML without link previews (the application's `Defaults`)."""
     message = update.effective_message
     if message is None:
         return
-    kwargs.setdefault("parse_mode", ParseMode.HTML)
-    kwargs.setdefault("disable_web_page_preview", True)
     await message.reply_text(text, **kwargs)  # type: ignore[arg-type]
 
 

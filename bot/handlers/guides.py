@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from telegram import LinkPreviewOptions, Message, ReplyParameters, Update
-from telegram.constants import ParseMode
+from telegram import Message, ReplyParameters, Update
 
 from bot.arxiv.errors import ArxivError
 from bot.arxiv.lookups import TooManyLookups
@@ -19,7 +18,6 @@ from bot.models import ArxivId, Paper
 
 log = logging.getLogger(__name__)
 
-NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
 
 async def guide(update: Update, context: BotContext) -> None:
@@ -95,9 +93,7 @@ async def _deliver(update: Update, context: BotContext, service: GuideService, p
         reply_to.message_id, allow_sending_without_reply=True)
 
     async def send(text: str) -> Message:
-        return await bot.send_message(chat_id, text, parse_mode=ParseMode.HTML,
-                                      reply_parameters=reply_parameters,
-                                      link_preview_options=NO_PREVIEW)
+        return await bot.send_message(chat_id, text, reply_parameters=reply_parameters)
 
     cached = await service.cached(paper, lang)
     if cached is not None:
@@ -121,6 +117,4 @@ async def _write(context: BotContext, service: GuideService, chat_id: int, paper
     text = render_guide(paper, outcome.guide, lang) if outcome.guide is not None \
         else render_failure(outcome.failure, lang)  # type: ignore[arg-type]
     await context.bot.edit_message_text(text, chat_id=chat_id,
-                                        message_id=placeholder.message_id,
-                                        parse_mode=ParseMode.HTML,
-                                        link_preview_options=NO_PREVIEW)
+                                        message_id=placeholder.message_id)

@@ -7,7 +7,7 @@ import io
 import logging
 
 from telegram import Message, Update
-from telegram.constants import ChatAction, ParseMode
+from telegram.constants import ChatAction
 
 from bot.arxiv.errors import ArxivError
 from bot.arxiv.lookups import TooManyLookups
@@ -49,9 +49,7 @@ async def _show_page(update: Update, context: BotContext, page: int) -> None:
     view = await _page_view(context, update.effective_chat.id, page)
     message = update.callback_query.message
     if isinstance(message, Message):
-        await edit_quietly(message.edit_text(view.text, parse_mode=ParseMode.HTML,
-                                             reply_markup=view.reply_markup,
-                                             disable_web_page_preview=True))
+        await edit_quietly(message.edit_text(view.text, reply_markup=view.reply_markup))
 
 
 async def on_page_button(update: Update, context: BotContext,

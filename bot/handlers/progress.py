@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from telegram import Message, Update
-from telegram.constants import ChatAction, ParseMode
+from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
 from bot.handlers.common import edit_quietly, reply
@@ -83,8 +83,6 @@ class Progress:
         if self._message is None:
             await reply(self._update, self._context, text, **kwargs)
             return
-        kwargs.setdefault("parse_mode", ParseMode.HTML)
-        kwargs.setdefault("disable_web_page_preview", True)
         await edit_quietly(self._message.edit_text(text, **kwargs))  # type: ignore[arg-type]
 
     async def dismiss(self) -> None:
@@ -137,7 +135,7 @@ class Progress:
             if message is None:
                 return
             self._message = await message.reply_text(
-                self._text, parse_mode=ParseMode.HTML, disable_web_page_preview=True)
+                self._text)
             self._shown_text = self._text
             self._last_edit = time.monotonic()
 
@@ -147,8 +145,7 @@ class Progress:
                 return
             self._shown_text = text
             self._last_edit = time.monotonic()
-            await edit_quietly(self._message.edit_text(
-                text, parse_mode=ParseMode.HTML, disable_web_page_preview=True))
+            await edit_quietly(self._message.edit_text(text))
 
     async def _stop_ticker(self) -> None:
         # Under the lock: a progress message half sent when the answer comes must not be lost

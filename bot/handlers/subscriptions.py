@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram.constants import MessageLimit
 
 from bot.delivery import callbacks
 from bot.handlers.common import (
@@ -18,7 +19,8 @@ from bot.i18n import t, tn
 from bot.models import Subscription
 from bot.storage.subscriptions import MAX_SUBSCRIPTIONS_PER_CHAT
 
-LIST_TEXT_BUDGET = 3900  # of Telegram's 4096 units, leaving room for the heading
+# Of Telegram's 4096 units, leaving room for the heading.
+LIST_TEXT_BUDGET = MessageLimit.MAX_TEXT_LENGTH - 196
 
 
 async def follow(update: Update, context: BotContext) -> None:
@@ -146,5 +148,4 @@ async def on_unfollow_button(update: Update, context: BotContext,
     text, markup = _list_view(lang, await context.subscriptions.for_chat(chat_id))
     if query.message is not None:
         # The second of two quick presses finds the list already redrawn.
-        await edit_quietly(query.edit_message_text(text, parse_mode="HTML",
-                                                   reply_markup=markup))
+        await edit_quietly(query.edit_message_text(text, reply_markup=markup))
