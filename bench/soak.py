@@ -67,7 +67,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from telegram import Bot
 
 from bench.vocabulary import load_vocabulary
-from bot.app import prune, send_due_digests
 from bot.arxiv.calendar import HOLIDAYS, ArxivCalendar
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.plan import build_feed_plan
@@ -75,6 +74,7 @@ from bot.clock import ManualClock
 from bot.config import load_settings
 from bot.delivery.pacing import Pacer
 from bot.delivery.sender import Sender
+from bot.jobs import prune, send_due_digests
 from bot.models import AnnounceType, ArxivId, Paper
 from bot.pipeline import Pipeline
 from bot.query.matcher import PaperFeatures, evaluate, evaluate_features

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import sys
-from collections.abc import Awaitable, Callable
 
-from telegram import Bot, BotCommand, LinkPreviewOptions
+from telegram import BotCommand, LinkPreviewOptions
 from telegram.constants import ParseMode
 from telegram.error import TelegramError
 from telegram.ext import (
@@ -29,8 +26,6 @@ from bot.budget import BudgetPolicy, CommandBudget
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.delivery.pacing import PacedRateLimiter, Pacer
-from bot.delivery.render import ForYouEntry, render_for_you
-from bot.delivery.schedule import digest_due
 from bot.delivery.sender import Sender
 from bot.guides.client import GuideClient
 from bot.guides.service import GuideService
@@ -42,13 +37,21 @@ from bot.handlers.guard import BudgetGate
 from bot.handlers.update_processor import PerChatUpdateProcessor
 from bot.health import TELEGRAM_HEARTBEAT_INTERVAL, WatchedRequest
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
+from bot.jobs import (
+    community_job,
+    digest_job,
+    drain_job,
+    for_you_job,
+    prune_job,
+    telegram_heartbeat_job,
+    tracked,
+)
 from bot.pipeline import Pipeline
 from bot.polling import schedule_polls
 from bot.query.service import SubscriptionService
 from bot.ranking.service import Ranker
 from bot.sources.huggingface import CommunityPicks
 from bot.storage import Storage
-from bot.storage.heartbeats import Beat
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +82,6 @@ FIRST_POLL_DELAY = 3.0  # the spec asks for the first poll within 5 s of start-u
 DIGEST_CHECK_INTERVAL = 30.0
 GIL_SWITCH_INTERVAL = 0.0005  # seconds; bench/responsiveness.py measured 5 ms and this
 DRAIN_INTERVAL = 2.0  # picks up retries that came due and alerts released by /resume
-OUTBOX_RETENTION_DAYS = 30
-PAPER_RETENTION_DAYS = 90  # far beyond /stats' 7 days and /follow's 7-day preview
 
 
 async def _post_init(application: Application) -> None:
@@ -153,30 +154,6 @@ async def set_command_menus(application: Application) -> None:
         log.warning("could not set the command menu (%s); starting anyway", exc)
 
 
-Job = Callable[[BotContext], Awaitable[None]]
-
-
-def tracked(job: Job) -> Job:
-    """A job that a stop can find and cancel (see bot/runner.py)."""
-
-    @functools.wraps(job)
-    async def run(context: BotContext) -> None:
-        task = asyncio.current_task()
-        work = context.services.work
-        if task is not None:
-            work.add(task)
-        try:
-            await job(context)
-        except asyncio.CancelledError:
-            # Only a stop cancels jobs; the scheduler would log it as a crash.
-            log.info("%s abandoned: the bot is stopping", job.__name__)
-        finally:
-            work.discard(task)  # type: ignore[arg-type]
-
-    return run
-
-
-
 async def _post_shutdown(application: Application) -> None:
     services: Services = application.bot_data["services"]
     if services.lookups is not None:
@@ -189,135 +166,6 @@ async def _post_shutdown(application: Application) -> None:
         await services.community.aclose()
     if getattr(services, "storage", None) is not None:
         await services.storage.close()
-
-
-async def community_job(context: BotContext) -> None:
-    """Hugging Face's daily list, a few times a day; its failures stay on its own source.
-
-    An alert already sent is not edited when its paper reaches the list later: an edit notifies
-    nobody, so the badge would go unseen, and it would spend the chat's message budget; the
-    paper shows in /trending (and /trending mine) instead.
-    """
-    if context.services.community is not None:
-        await context.services.community.poll()
-
-
-async def drain_job(context: BotContext) -> None:
-    """Deliver whatever came due (retries, resumed chats); skipped while a drain runs."""
-    sender = context.services.sender
-    if sender is not None and not sender.busy:
-        await sender.drain()
-
-
-async def digest_job(context: BotContext) -> None:
-    """Send each digest-mode chat its daily digest once its local time has come."""
-    services = context.services
-    if services.sender is None:
-        return
-    await send_due_digests(services.storage, services.sender, services.clock.now())
-
-
-async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
-    """Send every digest that is due at `now`; returns how many chats received one.
-
-    A chat with nothing waiting at its hour gets no message (an empty digest is noise), and
-    its next digest counts from now.
-    """
-    sent = 0
-    for chat in await storage.chats.in_digest_mode():
-        if chat.digest_time is None or chat.paused:
-            continue
-        last = chat.last_digest_at if chat.last_digest_at is not None else now
-        if digest_due(now, last, chat.digest_time, chat.timezone):
-            report = await sender.send_daily_digest(chat.id)
-            await storage.chats.mark_digest_sent(chat.id, now)
-            sent += report.digests > 0
-    return sent
-
-
-async def for_you_job(context: BotContext) -> None:
-    """Send each chat with For you on its daily suggestions once its local time has come."""
-    services = context.services
-    if services.ranker is None:
-        return
-    await send_for_you(services.storage, services.ranker, context.bot, services.clock.now())
-
-
-async def send_for_you(storage: Storage, ranker: Ranker, bot: Bot, now: float) -> int:
-    """Send every For-you message due at `now`; returns how many chats received one. A chat
-    whose papers all score below the threshold gets nothing that day."""
-    due = []
-    for setting in await storage.rankings.for_you_chats():
-        chat = await storage.chats.get(setting.chat_id)
-        if chat is None or not chat.active or chat.paused:
-            continue
-        last = setting.last_sent_at if setting.last_sent_at is not None else setting.enabled_at
-        if digest_due(now, last, chat_settings.for_you_time(chat), chat.timezone):
-            due.append((chat, setting.count))
-    if not due:
-        return 0
-    picks = await ranker.suggestions([(chat.id, count) for chat, count in due], now)
-    sent = 0
-    for chat, _count in due:
-        await storage.rankings.mark_for_you_sent(chat.id, now)
-        suggestions = picks.get(chat.id)
-        if not suggestions:
-            continue
-        message = render_for_you([ForYouEntry(
-            s.paper, s.like.title if s.like else None, s.terms) for s in suggestions],
-            lang=chat.language)
-        try:
-            await bot.send_message(chat.id, message.text, parse_mode=ParseMode.HTML,
-                                   reply_markup=message.reply_markup,
-                                   disable_web_page_preview=True)
-            sent += 1
-        except TelegramError as exc:
-            log.warning("For-you message to chat %s failed: %s", chat.id, exc)
-    return sent
-
-
-async def prune_job(context: BotContext) -> None:
-    """Daily upkeep: forget old delivered alerts and old papers nobody keeps; let the garbage
-    collector see a large index once (it frees what polls' freezes kept from it)."""
-    await prune(context.services.storage, context.services.clock.now())
-    if context.services.subscriptions is not None:
-        context.services.subscriptions.refreeze()
-
-
-async def prune(storage: Storage, now: float) -> tuple[int, int]:
-    """Delivered alerts after 30 days, papers nobody saved or awaits after 90 days; then the
-    planner statistics, and a VACUUM when pruning left a significant share of the file free."""
-    expired = await storage.outbox.expire_held(now)
-    if expired:
-        log.info("%d alerts held for chats that blocked the bot expired", expired)
-    alerts = await storage.outbox.prune(now - OUTBOX_RETENTION_DAYS * 86400)
-    papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * 86400)
-    await storage.guides.prune(now - PAPER_RETENTION_DAYS * 86400)
-    await storage.community.prune(now - PAPER_RETENTION_DAYS * 86400)
-    if alerts or papers:
-        log.info("pruned %d delivered alerts and %d papers", alerts, papers)
-    await storage.db.optimize()
-    vacuumed = await storage.db.vacuum_if_worth()
-    if vacuumed is not None:
-        before, after = vacuumed
-        log.info("vacuum freed %.1f MB of %.1f MB (%.0f %%)", (before - after) / 1e6,
-                 before / 1e6, 100 * (before - after) / before)
-    return alerts, papers
-
-
-async def telegram_heartbeat_job(context: BotContext) -> None:
-    """Store when Telegram last answered (for `health`); ask it getMe if nothing else did
-    within the last heartbeat interval (webhook mode with no traffic)."""
-    services = context.services
-    answered = services.telegram_ok_at
-    if answered is None or services.clock.now() - answered > TELEGRAM_HEARTBEAT_INTERVAL:
-        try:
-            await context.bot.get_me()
-        except TelegramError as exc:
-            log.warning("Telegram heartbeat failed (%s)", exc)
-            return
-    if services.telegram_ok_at is not None:
-        await services.storage.heartbeats.beat(Beat.TELEGRAM, services.telegram_ok_at)
 
 
 def build_application(

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from telegram.ext import JobQueue
 
 from bot.handlers.context import BotContext
+from bot.jobs import Job
 from bot.storage.heartbeats import Beat
 
 log = logging.getLogger(__name__)
@@ -23,8 +24,6 @@ POLL_JOB = "poll"
 RETRY_JOB = "poll-retry"
 RETRY_BASE_SECONDS = 60.0  # a failed poll is tried again after 60 s, 120 s, 240 s …
 
-
-Job = Callable[[BotContext], Awaitable[None]]
 
 
 def schedule_polls(jobs: JobQueue, *, first: float, wrap: Callable[[Job], Job] = lambda j: j

@@ -12,12 +12,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 from telegram.ext import Application
 
-from bot.app import build_application, send_due_digests, send_for_you
+from bot.app import build_application
 from bot.budget import UNLIMITED, BudgetPolicy
 from bot.clock import Clock, ManualClock
 from bot.config import Settings, load_settings
 from bot.delivery.pacing import Pacer
 from bot.handlers.context import Services
+from bot.jobs import send_due_digests, send_for_you
 from bot.models import AnnounceType, Paper
 from bot.pipeline import PollReport
 from tests.fakes.arxiv_server import FakeArxivServer

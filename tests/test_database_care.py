@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import prune
+from bot.jobs import prune
 from bot.models import Alert
 from bot.storage import Storage
 from bot.storage.db import Database
@@ -178,13 +178,13 @@ async def test_pruning_that_frees_a_large_share_vacuums_and_logs_it(
         papers = [make_paper(n, abstract=long_abstract) for n in range(1, 301)]
         await store.papers.upsert_many(papers, start)
         size = await store.db.size_bytes()
-        with caplog.at_level("INFO", logger="bot.app"):
+        with caplog.at_level("INFO", logger="bot.jobs"):
             assert await prune(store, start + 91 * DAY) == (0, 300)
         assert await store.db.size_bytes() < size / 2, "the file shrank"
         freed = [r.getMessage() for r in caplog.records if "vacuum freed" in r.getMessage()]
         assert len(freed) == 1 and "MB" in freed[0]
         caplog.clear()
-        with caplog.at_level("INFO", logger="bot.app"):
+        with caplog.at_level("INFO", logger="bot.jobs"):
             await prune(store, start + 92 * DAY)
         assert not [r for r in caplog.records if "vacuum" in r.getMessage()], \
             "nothing freed, no vacuum"

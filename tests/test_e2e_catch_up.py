@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.app import prune
 from bot.delivery.compose import DIGEST_MAX_ENTRIES
+from bot.jobs import prune
 from bot.storage.outbox import HELD_ALERT_DAYS
 from tests.conftest import Harness, make_paper
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import telegram_heartbeat_job
+from bot.jobs import telegram_heartbeat_job
 from bot.polling import poll_job
 from bot.storage import Storage
 from bot.storage.heartbeats import Beat

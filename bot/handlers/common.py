@@ -13,6 +13,7 @@ from telegram.error import BadRequest, TelegramError
 
 from bot.handlers.context import BotContext
 from bot.i18n import language_from_telegram, t
+from bot.models import ArxivId
 from bot.query.text import normalise_input
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,20 @@ async def read_argument(update: Update, context: BotContext,
         await reply(update, context, usage)
         return None
     return argument
+
+
+async def read_arxiv_id(update: Update, context: BotContext, usage: str) -> ArxivId | None:
+    """The command's argument as an arXiv ID or link; None once the chat was told why not."""
+    argument = await read_argument(update, context, usage)
+    if argument is None:
+        return None
+    arxiv_id = ArxivId.parse(argument)
+    if arxiv_id is None:
+        await reply(update, context, t(
+            context.lang, "That doesn't look like an arXiv ID. Try <code>2611.11450</code>, "
+            "<code>hep-th/9901001</code> or an arxiv.org link."
+        ))
+    return arxiv_id
 
 
 def quote(text: str) -> str:

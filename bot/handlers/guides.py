@@ -11,7 +11,7 @@ from bot.arxiv.lookups import TooManyLookups
 from bot.delivery import callbacks
 from bot.guides.render import render_failure, render_guide, render_refusal, render_writing
 from bot.guides.service import GuideService, Refusal
-from bot.handlers.common import quote, read_argument, reply
+from bot.handlers.common import quote, read_arxiv_id, reply
 from bot.handlers.context import BotContext
 from bot.i18n import t
 from bot.models import ArxivId, Paper
@@ -27,15 +27,9 @@ async def guide(update: Update, context: BotContext) -> None:
     if service is None:
         await reply(update, context, t(lang, "AI reading guides are not set up on this bot."))
         return
-    argument = await read_argument(update, context, t(
+    arxiv_id = await read_arxiv_id(update, context, t(
         lang, "Which paper? For example <code>/guide 2611.11450</code>."))
-    if argument is None:
-        return
-    arxiv_id = ArxivId.parse(argument)
     if arxiv_id is None:
-        await reply(update, context, t(
-            lang, "That doesn't look like an arXiv ID. Try <code>2611.11450</code>, "
-            "<code>hep-th/9901001</code> or an arxiv.org link."))
         return
     paper = await _find(update, context, arxiv_id)
     if paper is None:

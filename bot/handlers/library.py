@@ -18,7 +18,7 @@ from bot.delivery.render import RenderedMessage, render_paper_card, render_simil
 from bot.handlers.common import (
     edit_quietly,
     quote,
-    read_argument,
+    read_arxiv_id,
     reply,
 )
 from bot.handlers.context import BotContext
@@ -107,18 +107,11 @@ def _exporting(lang: str, done: int, total: int) -> str:
 async def paper(update: Update, context: BotContext) -> None:
     """A paper's card by id or arXiv link, from the store or the arXiv API."""
     lang = context.lang
-    argument = await read_argument(update, context, t(
+    arxiv_id = await read_arxiv_id(update, context, t(
         lang, "Which paper? For example <code>/paper 2611.11450</code> or "
         "<code>/paper https://arxiv.org/abs/2611.11450</code>."
     ))
-    if argument is None:
-        return
-    arxiv_id = ArxivId.parse(argument)
     if arxiv_id is None:
-        await reply(update, context, t(
-            lang, "That doesn't look like an arXiv ID. Try <code>2611.11450</code>, "
-            "<code>hep-th/9901001</code> or an arxiv.org link."
-        ))
         return
     await show_paper(update, context, arxiv_id)
 
