@@ -122,16 +122,9 @@ SIMILAR_COUNT = 5  # papers /similar lists
 async def similar(update: Update, context: BotContext) -> None:
     """The stored papers nearest to one paper (tf-idf cosine over title, abstract, authors)."""
     lang = context.lang
-    argument = await read_argument(update, context, t(
+    arxiv_id = await read_arxiv_id(update, context, t(
         lang, "Which paper? For example <code>/similar 2611.11450</code>."))
-    if argument is None:
-        return
-    arxiv_id = ArxivId.parse(argument)
     if arxiv_id is None:
-        await reply(update, context, t(
-            lang, "That doesn't look like an arXiv ID. Try <code>2611.11450</code>, "
-            "<code>hep-th/9901001</code> or an arxiv.org link."
-        ))
         return
     await show_similar(update, context, arxiv_id.base)
 
