@@ -11,13 +11,14 @@ from __future__ import annotations
 import html
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import MessageLimit
 
 from bot.delivery.callbacks import (
+    Action,
     DigestMore,
     Rate,
     ShowGuide,
@@ -501,23 +502,32 @@ def render_similar(paper: Paper, nearest: Sequence[Paper], *, lang: str = "en") 
     return "\n".join(lines)
 
 
+def _with_buttons_changed(
+    markup: InlineKeyboardMarkup, change: Callable[[Action | None, InlineKeyboardButton],
+                                                   InlineKeyboardButton | None],
+) -> InlineKeyboardMarkup:
+    """The same keyboard, each button replaced where `change` returns a new one."""
+    return InlineKeyboardMarkup([
+        [change(decode(button.callback_data), button) or button for button in row]
+        for row in markup.inline_keyboard
+    ])
+
+
 def with_feedback_state(
     markup: InlineKeyboardMarkup, arxiv_id: str, given: Feedback | None
 ) -> InlineKeyboardMarkup:
     """The same keyboard with the 👍 / 👎 pair of `arxiv_id` showing `given`."""
-    rows = []
-    for row in markup.inline_keyboard:
-        new_row = []
-        for button in row:
-            action = decode(button.callback_data)
-            if isinstance(action, Rate) and action.paper.base == arxiv_id:
-                lit = action.label == given
-                button = InlineKeyboardButton(
-                    FEEDBACK_MARKS[action.label] + (FEEDBACK_LIT if lit else ""),
-                    callback_data=encode(Rate(action.paper, action.label, give=not lit)))
-            new_row.append(button)
-        rows.append(new_row)
-    return InlineKeyboardMarkup(rows)
+
+    def change(action: Action | None, _button: InlineKeyboardButton
+               ) -> InlineKeyboardButton | None:
+        if not (isinstance(action, Rate) and action.paper.base == arxiv_id):
+            return None
+        lit = action.label == given
+        return InlineKeyboardButton(FEEDBACK_MARKS[action.label] + (FEEDBACK_LIT if lit else ""),
+                                    callback_data=encode(Rate(action.paper, action.label,
+                                                              give=not lit)))
+
+    return _with_buttons_changed(markup, change)
 
 
 def with_saved_state(
@@ -528,16 +538,14 @@ def with_saved_state(
     For the Save handler: it edits only the keyboard, so the message text (and whether the
     abstract is expanded) stays as it is.
     """
-    rows = []
-    for row in markup.inline_keyboard:
-        new_row = []
-        for button in row:
-            action = decode(button.callback_data)
-            if isinstance(action, ToggleSave) and action.paper.base == arxiv_id:
-                button = _save_button(action, saved, lang)
-            new_row.append(button)
-        rows.append(new_row)
-    return InlineKeyboardMarkup(rows)
+
+    def change(action: Action | None, _button: InlineKeyboardButton
+               ) -> InlineKeyboardButton | None:
+        if isinstance(action, ToggleSave) and action.paper.base == arxiv_id:
+            return _save_button(action, saved, lang)
+        return None
+
+    return _with_buttons_changed(markup, change)
 
 
 # ---------------------------------------------------------------------------------------------
