@@ -179,6 +179,13 @@ class Feedback(StrEnum):
     LESS = "less"
 
 
+class DeliveryMode(StrEnum):
+    """How a chat receives its alerts."""
+
+    INSTANT = "instant"  # each alert as it comes (a flood becomes a digest)
+    DIGEST = "digest"  # one digest a day at the chat's local time
+
+
 class OutboxStatus(StrEnum):
     """Where an outbox row is on its way to the chat."""
 

@@ -27,6 +27,7 @@ from telegram.ext import ExtBot
 from bot.clock import Clock
 from bot.delivery.compose import Outgoing, Relevance, compose_for_chat
 from bot.delivery.pacing import OVERALL_PER_SECOND, Pacer
+from bot.models import DeliveryMode
 from bot.storage import Storage
 from bot.storage.chats import Chat
 
@@ -246,7 +247,7 @@ class Sender:
         chat = await self._store.chats.get(chat_id)
         if chat is None or not chat.active or chat.paused:
             return
-        if chat.delivery_mode == "digest" and not digest_mode_run:
+        if chat.delivery_mode == DeliveryMode.DIGEST and not digest_mode_run:
             return
         rows = await self._store.outbox.pending_for_chat(chat_id, self._clock.now())
         if not rows:

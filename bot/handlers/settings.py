@@ -13,6 +13,7 @@ from bot.handlers.common import (
 )
 from bot.handlers.context import BotContext
 from bot.i18n import SUPPORTED_LANGUAGES, t, tn
+from bot.models import DeliveryMode
 from bot.ranking.model import MIN_POSITIVES
 
 
@@ -49,7 +50,8 @@ async def digest(update: Update, context: BotContext) -> None:
     if not argument:
         current = (t(lang, "a daily digest at {time} ({zone})", time=record.digest_time,
                      zone=record.timezone)
-                   if record and record.delivery_mode == "digest" else t(lang, "instant alerts"))
+                   if record and record.delivery_mode == DeliveryMode.DIGEST
+                   else t(lang, "instant alerts"))
         await reply(update, context, t(
             lang, "You get {current}. Send <code>/digest 08:00</code> for one daily digest at "
             "that time, or <code>/digest off</code> for instant alerts.", current=current,

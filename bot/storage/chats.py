@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from bot.models import DeliveryMode
 from bot.storage.db import Database
 from bot.storage.outbox import HELD_ALERT_DAYS
 
@@ -23,7 +24,7 @@ class Chat:
     language: str
     language_chosen: bool
     timezone: str
-    delivery_mode: str
+    delivery_mode: DeliveryMode
     digest_time: str | None
     last_digest_at: float | None
     paused: bool
@@ -46,7 +47,7 @@ def _chat(row: sqlite3.Row) -> Chat:
         language=row["language"],
         language_chosen=bool(row["language_chosen"]),
         timezone=row["timezone"],
-        delivery_mode=row["delivery_mode"],
+        delivery_mode=DeliveryMode(row["delivery_mode"]),
         digest_time=row["digest_time"],
         last_digest_at=row["last_digest_at"],
         paused=bool(row["paused"]),
@@ -123,7 +124,7 @@ class ChatRepository:
 
         The schedule counts from `now`, so the first digest is the next HH:MM, not at once.
         """
-        mode = "instant" if digest_time is None else "digest"
+        mode = DeliveryMode.INSTANT if digest_time is None else DeliveryMode.DIGEST
         await self._db.execute(
             "UPDATE chats SET delivery_mode = ?, digest_time = ?, last_digest_at = ? "
             "WHERE id = ?",
@@ -203,6 +204,7 @@ class ChatRepository:
 
     async def in_digest_mode(self) -> list[Chat]:
         rows = await self._db.fetchall(
-            "SELECT * FROM chats WHERE delivery_mode = 'digest' AND inactive_since IS NULL"
+            "SELECT * FROM chats WHERE delivery_mode = ? AND inactive_since IS NULL",
+            (DeliveryMode.DIGEST,)
         )
         return [_chat(r) for r in rows]
