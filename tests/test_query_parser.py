@@ -1,7 +1,7 @@
 """The `/follow` query language: what parses, its canonical form, and every refusal."""
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from bot.query.parser import (
@@ -248,7 +248,9 @@ def test_canonical_text_parses_back_to_the_same_query(query: str) -> None:
 
 
 @given(QUERIES, QUERIES)
-@settings(max_examples=150)
+# Many pairs are rejected by assume() (too long together, or anchored): on some seeds that
+# trips hypothesis' filter health check, which says nothing about the parser.
+@settings(max_examples=150, suppress_health_check=[HealthCheck.filter_too_much])
 def test_and_and_or_do_not_depend_on_order(left: str, right: str) -> None:
     try:
         forward = parse(f"({left}) ({right})")
