@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -29,6 +29,7 @@ import pytest
 
 from bot.models import ArxivId, Paper
 from tests.fakes.feedgen import api_error_feed, api_feed
+from tests.fakes.loopback import LoopbackServer
 
 MAX_DELAY = 30.0  # a forgotten delay must not hang a test run
 MAX_FAULTS = 1000
@@ -85,47 +86,20 @@ class _State:
     log: list[RecordedRequest] = field(default_factory=list)
 
 
-class FakeArxivServer:
+class FakeArxivServer(LoopbackServer):
     """Serves `/rss/<names>` and `/api/query` on 127.0.0.1 at a random free port."""
 
+    _thread_name = "fake-arxiv"
+
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._lock = threading.Lock()
         self._state = _State()
-        self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    # lifecycle -------------------------------------------------------------------------------
-
-    def start(self) -> FakeArxivServer:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                name="fake-arxiv", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes handlers sleeping in a `delay`
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeArxivServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+        super().__init__(_make_handler, host, port)
 
     # addresses -------------------------------------------------------------------------------
 
     @property
     def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.root
 
     @property
     def rss_url(self) -> str:

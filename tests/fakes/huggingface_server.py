@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from bot.models import Paper
+from tests.fakes.loopback import LoopbackServer
 
 MAX_DELAY = 30.0
 
@@ -88,43 +88,20 @@ def daily_entry(paper: Paper, *, upvotes: int = 0, comments: int = 0,
     }
 
 
-class FakeHuggingFace:
+class FakeHuggingFace(LoopbackServer):
     """Serves GET `/api/daily_papers?date=YYYY-MM-DD` on 127.0.0.1 at a free port."""
 
+    _thread_name = "fake-huggingface"
+
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._days: dict[str, bytes] = {}
         self._faults: deque[_Fault] = deque()
         self._requests: list[HFRequest] = []
-        self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> FakeHuggingFace:
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True,
-                                        name="fake-huggingface")
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeHuggingFace:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+        super().__init__(_make_handler)
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/api/daily_papers"
+        return f"{self.root}/api/daily_papers"
 
     def set_day(self, day: str, entries: list[dict[str, Any]]) -> None:
         """The list served for `date=day` (any day without one gets `[]`)."""

@@ -12,12 +12,13 @@ five-line guide in the language the system prompt asks for, built from the paper
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.loopback import LoopbackServer
 
 MAX_DELAY = 60.0
 
@@ -72,42 +73,19 @@ def completion(content: str | None, model: str = "fake-model") -> bytes:
     }).encode()
 
 
-class FakeLLM:
+class FakeLLM(LoopbackServer):
     """Serves POST `/v1/chat/completions` on 127.0.0.1 at a free port."""
 
+    _thread_name = "fake-llm"
+
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._faults: deque[_Fault] = deque()
         self._requests: list[ChatRequest] = []
-        self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> FakeLLM:
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True,
-                                        name="fake-llm")
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeLLM:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+        super().__init__(_make_handler)
 
     @property
     def api_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self.root}/v1"
 
     def fail_next(self, status: int = 500, *, body: bytes | None = None, delay: float = 0.0,
                   times: int = 1) -> None:

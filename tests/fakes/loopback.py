@@ -1,0 +1,54 @@
+"""The lifecycle every HTTP fake shares: a threaded server on 127.0.0.1, started and stopped."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
+
+
+class LoopbackServer:
+    """Serves `handler` on a free port of 127.0.0.1 (or the given port) in a daemon thread.
+
+    `_stopping` is set by `stop()`: handlers sleeping out an injected delay wait on it, so a
+    stop never waits for them.
+    """
+
+    _thread_name = "fake-http"
+
+    def __init__(self, handler: Callable[[Self], type[BaseHTTPRequestHandler]],
+                 host: str = "127.0.0.1", port: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer((host, port), handler(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                name=self._thread_name, daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def root(self) -> str:
+        """`http://127.0.0.1:PORT`, no trailing slash."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
