@@ -12,7 +12,14 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from telegram import Bot, BotCommand, InlineKeyboardButton, InlineKeyboardMarkup, Update
+from telegram import (
+    Bot,
+    BotCommand,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    ReplyParameters,
+    Update,
+)
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -604,3 +611,95 @@ def test_serves_a_bot_running_in_another_process(fake_telegram: FakeTelegram) ->
 
     assert reply.text == f"pong from {bot.pid}"
     assert fake_telegram.pending_updates == 0
+
+
+# ----------------------------------------------------------------------------- forum topics
+
+FORUM = -1009876543210
+
+
+async def test_a_topic_carries_the_bots_messages_and_replies(
+    bot: Bot,
+    fake_telegram: FakeTelegram,  # noqa: F811
+) -> None:
+    papers = fake_telegram.create_topic(FORUM, "Reading group", title="Lab")
+
+    first = await bot.send_message(FORUM, "v1", message_thread_id=papers)
+    revision = await bot.send_message(
+        FORUM, "v2", message_thread_id=papers,
+        reply_parameters=ReplyParameters(first.message_id, allow_sending_without_reply=True))
+    general = await bot.send_message(FORUM, "in General")
+    await bot.send_document(FORUM, document=b"@misc{x}", filename="x.bib",
+                            message_thread_id=papers)
+
+    assert first.is_topic_message and first.message_thread_id == papers
+    assert revision.reply_to_message is not None
+    assert revision.reply_to_message.message_id == first.message_id
+    assert not general.is_topic_message and general.message_thread_id is None
+    stored = fake_telegram.message(FORUM, revision.message_id)
+    assert stored.message_thread_id == papers
+    assert stored.reply_to_message_id == first.message_id
+    assert stored.reply_parameters == {"message_id": first.message_id,
+                                       "allow_sending_without_reply": True}
+    assert [m.text for m in fake_telegram.messages_in(FORUM, papers)] == ["v1", "v2"]
+    assert [m.text for m in fake_telegram.messages_in(FORUM, None)] == ["in General"]
+    [document] = fake_telegram.documents(FORUM)
+    assert document.message_thread_id == papers
+    # A reply without a thread id lands in its original's topic, as on Telegram.
+    follow_up = await bot.send_message(FORUM, "v3", reply_parameters=ReplyParameters(
+        revision.message_id))
+    assert fake_telegram.message(FORUM, follow_up.message_id).message_thread_id == papers
+
+
+async def test_closed_and_deleted_topics_refuse_sends_with_telegrams_errors(
+    bot: Bot,
+    fake_telegram: FakeTelegram,  # noqa: F811
+) -> None:
+    closing = fake_telegram.create_topic(FORUM, "Old project")
+    going = fake_telegram.create_topic(FORUM, "Abandoned")
+    kept = await bot.send_message(FORUM, "before", message_thread_id=going)
+
+    fake_telegram.close_topic(FORUM, closing)
+    with pytest.raises(BadRequest, match=r"(?i)^topic_closed$"):
+        await bot.send_message(FORUM, "x", message_thread_id=closing)
+    fake_telegram.reopen_topic(FORUM, closing)
+    await bot.send_message(FORUM, "after reopening", message_thread_id=closing)
+
+    fake_telegram.delete_topic(FORUM, going)
+    with pytest.raises(BadRequest, match=r"(?i)^message thread not found$"):
+        await bot.send_message(FORUM, "x", message_thread_id=going)
+    with pytest.raises(BadRequest, match=r"(?i)message thread not found"):
+        await bot.send_document(FORUM, document=b"x", filename="x.txt", message_thread_id=going)
+    # Its messages went with it; a reply to one, allowed to go without, lands in General.
+    assert fake_telegram.messages_in(FORUM, going) == []
+    orphan = await bot.send_message(FORUM, "v2", reply_parameters=ReplyParameters(
+        kept.message_id, allow_sending_without_reply=True))
+    assert orphan.message_thread_id is None and orphan.reply_to_message is None
+    assert [t.name for t in fake_telegram.topics(FORUM)] == ["Old project"]
+    assert [c.status for c in fake_telegram.calls_of("sendMessage")].count(400) == 2
+
+
+async def test_members_write_inside_topics_as_telegram_sends_it(
+    bot: Bot,
+    fake_telegram: FakeTelegram,  # noqa: F811
+) -> None:
+    thread = fake_telegram.create_topic(FORUM, "Theory", title="Lab")
+    fake_telegram.rename_topic(FORUM, thread, "Theory club")
+    fake_telegram.send_command(FORUM, "/list", thread_id=thread)
+    fake_telegram.send_command(FORUM, "/list")
+
+    created, edited, in_topic, in_general = await bot.get_updates()
+
+    assert created.message.forum_topic_created.name == "Theory"
+    assert created.message.message_thread_id == thread and created.message.chat.is_forum
+    assert edited.message.forum_topic_edited.name == "Theory club"
+    assert in_topic.message.is_topic_message and in_topic.message.message_thread_id == thread
+    # Telegram makes a topic message reply to the topic's opening message.
+    assert in_topic.message.reply_to_message.message_id == thread
+    assert not in_general.message.is_topic_message
+    assert in_general.message.message_thread_id is None
+    # PTB answers inside the topic the command came from.
+    answer = await in_topic.message.reply_text("one subscription here")
+    assert fake_telegram.message(FORUM, answer.message_id).message_thread_id == thread
+    with pytest.raises(AssertionError, match="no open topic"):
+        fake_telegram.send_text(FORUM, "hi", thread_id=thread + 100)

@@ -6,7 +6,10 @@ Point the bot at ``TELEGRAM_API_URL=tg.api_url``; PTB is built with ``base_url=f
 
 It behaves like Telegram where our bot would notice: the ``{"ok": ..}`` envelope, HTML parse errors,
 the 4096 limit, "message is not modified", long polling with offsets, 403/429/ChatMigrated, and
-(optionally) Telegram's flood limits. Deliberate differences, so that bot bugs surface in tests:
+(optionally) Telegram's flood limits. Forum supergroups have topics (``create_topic``,
+``close_topic``, ``delete_topic``): users write inside them, the bot's messages record their
+``message_thread_id`` and ``reply_parameters``, and a send into a deleted or closed topic gets
+Telegram's own error. Deliberate differences, so that bot bugs surface in tests:
 
 * An unknown named entity such as ``&foo;`` is refused (Telegram shows it literally, which only
   happens when the bot forgot to escape); a bare ``&`` is accepted, as Telegram does.
@@ -58,6 +61,9 @@ _NOT_MODIFIED = (
     "are exactly the same as a current content and reply markup of the message"
 )
 _QUERY_INVALID = "Bad Request: query is too old and response timeout expired or query ID is invalid"
+# What Telegram answers a send into a forum topic that was deleted (or never was), or closed.
+TOPIC_NOT_FOUND = "Bad Request: message thread not found"
+TOPIC_CLOSED = "Bad Request: TOPIC_CLOSED"
 
 # Update types Telegram leaves out unless asked for explicitly in allowed_updates.
 _OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
@@ -158,6 +164,14 @@ class SentMessage:
     edit_date: int | None = None
     edit_count: int = 0
     params: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    message_thread_id: int | None = None  # the forum topic it went to; None: General or no forum
+    reply_to_message_id: int | None = None  # the message it answers, when that one still existed
+
+    @property
+    def reply_parameters(self) -> dict[str, Any] | None:
+        """The reply_parameters the bot sent, as sent."""
+        value = self.params.get("reply_parameters")
+        return value if isinstance(value, dict) else None
 
     @property
     def buttons(self) -> list[dict[str, Any]]:
@@ -191,6 +205,8 @@ class SentDocument:
     file_id: str
     date: int
     reply_markup: dict[str, Any] | None = None
+    message_thread_id: int | None = None
+    reply_to_message_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -202,6 +218,15 @@ class CallbackAnswer:
     show_alert: bool
     url: str | None
     cache_time: int | None
+
+
+@dataclass
+class Topic:
+    """A forum topic: its thread id is the id of the service message that created it."""
+
+    thread_id: int
+    name: str
+    closed: bool = False
 
 
 @dataclass(frozen=True)
@@ -656,6 +681,9 @@ class FakeTelegram:
         self._user_messages: dict[int, set[int]] = {}
         self._messages: dict[int, dict[int, SentMessage]] = {}
         self._documents: dict[int, list[SentDocument]] = {}
+        self._topics: dict[int, dict[int, Topic]] = {}  # forum chat → thread id → topic
+        self._threads: dict[int, dict[int, int]] = {}  # chat → message id → its topic
+        self._topic_openers: dict[tuple[int, int], dict[str, Any]] = {}
         self._files: dict[str, SentDocument] = {}
         self._callback_queries: set[str] = set()
         self._callback_answers: list[CallbackAnswer] = []
@@ -790,9 +818,13 @@ class FakeTelegram:
         title: str | None = None,
         entities: list[dict[str, Any]] | None = None,
         reply_to_message_id: int | None = None,
+        thread_id: int | None = None,
     ) -> int:
-        """A user writes ``text`` in the chat; returns the new message's id."""
+        """A user writes ``text`` in the chat (inside forum topic ``thread_id`` when given);
+        returns the new message's id."""
         with self._cond:
+            if thread_id is not None and thread_id not in self._topics.get(chat_id, {}):
+                raise AssertionError(f"chat {chat_id} has no open topic {thread_id}")
             chat = self._remember_chat(chat_id, chat_type, first_name, username, title)
             sender_id = (
                 user_id
@@ -815,6 +847,8 @@ class FakeTelegram:
                 replied = self._messages.get(chat_id, {}).get(reply_to_message_id)
                 if replied is not None:
                     message["reply_to_message"] = self._message_json(replied)
+            if thread_id is not None:
+                self._place_in_topic(chat_id, thread_id, message)
             self.add_update({"message": message})
             return message_id
 
@@ -963,6 +997,71 @@ class FakeTelegram:
                     }
                 }
             )
+
+    # ------------------------------------------------------------------ forum topics
+
+    def create_topic(
+        self, chat_id: int, name: str, *, user_id: int = DEFAULT_GROUP_USER_ID,
+        title: str | None = None,
+    ) -> int:
+        """A member creates a topic in forum ``chat_id`` (a supergroup, made a forum now);
+        returns its thread id. The bot gets the ``forum_topic_created`` service message."""
+        with self._cond:
+            chat = self._remember_chat(chat_id, "supergroup", "Ada", None, title)
+            chat["is_forum"] = True
+            self._chats[chat_id]["is_forum"] = True
+            thread_id = self._new_message_id(chat_id)
+            self._topics.setdefault(chat_id, {})[thread_id] = Topic(thread_id, name)
+            opener = self._service_message(chat_id, thread_id, user_id, thread_id,
+                                           {"forum_topic_created": {"name": name,
+                                                                    "icon_color": 7322096}})
+            self._topic_openers[(chat_id, thread_id)] = opener
+            self.add_update({"message": opener})
+            return thread_id
+
+    def rename_topic(self, chat_id: int, thread_id: int, name: str, *,
+                     user_id: int = DEFAULT_GROUP_USER_ID) -> None:
+        """A member renames a topic: the bot gets ``forum_topic_edited``."""
+        with self._cond:
+            self._topic(chat_id, thread_id).name = name
+            self._post_service(chat_id, thread_id, user_id, {"forum_topic_edited": {"name": name}})
+
+    def close_topic(self, chat_id: int, thread_id: int, *,
+                    user_id: int = DEFAULT_GROUP_USER_ID) -> None:
+        """An admin closes a topic: sends into it fail with TOPIC_CLOSED until reopened."""
+        with self._cond:
+            self._topic(chat_id, thread_id).closed = True
+            self._post_service(chat_id, thread_id, user_id, {"forum_topic_closed": {}})
+
+    def reopen_topic(self, chat_id: int, thread_id: int, *,
+                     user_id: int = DEFAULT_GROUP_USER_ID) -> None:
+        """Undo :meth:`close_topic`."""
+        with self._cond:
+            self._topic(chat_id, thread_id).closed = False
+            self._post_service(chat_id, thread_id, user_id, {"forum_topic_reopened": {}})
+
+    def delete_topic(self, chat_id: int, thread_id: int) -> None:
+        """An admin deletes a topic and, as on Telegram, every message in it; no update comes.
+        Sends into it then fail with "message thread not found"."""
+        with self._cond:
+            self._topic(chat_id, thread_id)
+            del self._topics[chat_id][thread_id]
+            self._topic_openers.pop((chat_id, thread_id), None)
+            threads = self._threads.get(chat_id, {})
+            for message_id in [m for m, t in threads.items() if t == thread_id]:
+                del threads[message_id]
+                self._messages.get(chat_id, {}).pop(message_id, None)
+                self._user_messages.get(chat_id, set()).discard(message_id)
+
+    def topics(self, chat_id: int) -> list[Topic]:
+        """The chat's topics as they stand (deleted ones gone), oldest first."""
+        with self._cond:
+            return [replace(t) for _, t in sorted(self._topics.get(chat_id, {}).items())]
+
+    def messages_in(self, chat_id: int, thread_id: int | None) -> list[SentMessage]:
+        """The bot's messages in one topic of a forum (None: General, or the whole chat when
+        it is no forum), as they stand now."""
+        return [m for m in self.messages(chat_id) if m.message_thread_id == thread_id]
 
     # ------------------------------------------------------------------ configuring the world
 
@@ -1434,6 +1533,7 @@ class FakeTelegram:
         text, entities = self._parse_text(params, "text", MAX_MESSAGE_LENGTH)
         markup = self._reply_markup(params)
         self._check_reply(chat_id, params)
+        thread_id = self._target_thread(chat_id, params)
         message = SentMessage(
             chat_id=chat_id,
             message_id=self._new_message_id(chat_id),
@@ -1444,8 +1544,12 @@ class FakeTelegram:
             reply_markup=markup,
             date=int(time.time()),
             params=dict(params),
+            message_thread_id=thread_id,
+            reply_to_message_id=self._existing_reply(chat_id, params),
         )
         self._messages.setdefault(chat_id, {})[message.message_id] = message
+        if thread_id is not None:
+            self._threads.setdefault(chat_id, {})[message.message_id] = thread_id
         return self._message_json(message)
 
     def _edit_message_text(
@@ -1537,6 +1641,8 @@ class FakeTelegram:
             content, mime = known.content, known.mime_type
         else:
             raise _bad_request("wrong file identifier/HTTP URL specified")
+        self._check_reply(chat_id, params)
+        thread_id = self._target_thread(chat_id, params)
         caption: str | None = None
         caption_entities: tuple[dict[str, Any], ...] = ()
         if params.get("caption"):
@@ -1555,8 +1661,12 @@ class FakeTelegram:
             file_id=file_id,
             date=int(time.time()),
             reply_markup=self._reply_markup(params),
+            message_thread_id=thread_id,
+            reply_to_message_id=self._existing_reply(chat_id, params),
         )
         self._documents.setdefault(chat_id, []).append(document)
+        if thread_id is not None:
+            self._threads.setdefault(chat_id, {})[document.message_id] = thread_id
         self._files[file_id] = document
         result: dict[str, Any] = {
             "message_id": document.message_id,
@@ -1577,6 +1687,8 @@ class FakeTelegram:
                 result["caption_entities"] = list(caption_entities)
         if document.reply_markup and "inline_keyboard" in document.reply_markup:
             result["reply_markup"] = document.reply_markup
+        if thread_id is not None:
+            result.update(message_thread_id=thread_id, is_topic_message=True)
         return result
 
     def _set_my_commands(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
@@ -1699,6 +1811,68 @@ class FakeTelegram:
 
     # ------------------------------------------------------------------ helpers (lock held)
 
+    def _topic(self, chat_id: int, thread_id: int) -> Topic:
+        topic = self._topics.get(chat_id, {}).get(thread_id)
+        if topic is None:
+            raise AssertionError(f"chat {chat_id} has no topic {thread_id}")
+        return topic
+
+    def _place_in_topic(self, chat_id: int, thread_id: int, message: dict[str, Any]) -> None:
+        """Mark a user's message as written inside a topic, as Telegram sends it: with the
+        thread id, ``is_topic_message``, and the topic's opening message as what it replies to
+        when it replies to nothing else."""
+        self._threads.setdefault(chat_id, {})[message["message_id"]] = thread_id
+        message["message_thread_id"] = thread_id
+        message["is_topic_message"] = True
+        opener = self._topic_openers.get((chat_id, thread_id))
+        if opener is not None and "reply_to_message" not in message:
+            message["reply_to_message"] = opener
+
+    def _service_message(self, chat_id: int, message_id: int, user_id: int, thread_id: int,
+                         content: dict[str, Any]) -> dict[str, Any]:
+        user = self._users.get(user_id) or self._remember_user(user_id, "Ada", None, "en")
+        self._user_messages.setdefault(chat_id, set()).add(message_id)
+        self._threads.setdefault(chat_id, {})[message_id] = thread_id
+        return {"message_id": message_id, "from": user, "chat": self._chat_json(chat_id),
+                "date": int(time.time()), "message_thread_id": thread_id,
+                "is_topic_message": True, **content}
+
+    def _post_service(self, chat_id: int, thread_id: int, user_id: int,
+                      content: dict[str, Any]) -> None:
+        message = self._service_message(chat_id, self._new_message_id(chat_id), user_id,
+                                        thread_id, content)
+        opener = self._topic_openers.get((chat_id, thread_id))
+        if opener is not None:
+            message["reply_to_message"] = opener
+        self.add_update({"message": message})
+
+    def _target_thread(self, chat_id: int, params: dict[str, Any]) -> int | None:
+        """The topic a send goes to: ``message_thread_id``, else the topic of the message it
+        replies to (as on Telegram); refused like Telegram when deleted or closed."""
+        thread_id = params.get("message_thread_id")
+        if thread_id is None:
+            target = self._reply_target(params)
+            thread_id = self._threads.get(chat_id, {}).get(target) if target else None
+            if thread_id is None:
+                return None
+        topic = self._topics.get(chat_id, {}).get(thread_id)
+        if topic is None:
+            raise _ApiError(400, TOPIC_NOT_FOUND)
+        if topic.closed:
+            raise _ApiError(400, TOPIC_CLOSED)
+        return thread_id
+
+    def _reply_target(self, params: dict[str, Any]) -> int | None:
+        reply = params.get("reply_parameters") or {}
+        target = reply.get("message_id") if isinstance(reply, dict) else None
+        return target if target is not None else params.get("reply_to_message_id")
+
+    def _existing_reply(self, chat_id: int, params: dict[str, Any]) -> int | None:
+        target = self._reply_target(params)
+        exists = target in self._messages.get(chat_id, {}) or target in self._user_messages.get(
+            chat_id, set())
+        return target if exists else None
+
     def _status_of(self, chat_id: int, user_id: int) -> str:
         if (chat_id, user_id) in self._statuses:
             return self._statuses[(chat_id, user_id)]
@@ -1778,8 +1952,7 @@ class FakeTelegram:
 
     def _check_reply(self, chat_id: int, params: dict[str, Any]) -> None:
         reply = params.get("reply_parameters") or {}
-        target = reply.get("message_id") if isinstance(reply, dict) else None
-        target = target if target is not None else params.get("reply_to_message_id")
+        target = self._reply_target(params)
         if target is None:
             return
         exists = target in self._messages.get(chat_id, {}) or target in self._user_messages.get(
@@ -1872,6 +2045,13 @@ class FakeTelegram:
             result["entities"] = list(message.entities)
         if message.edit_date is not None:
             result["edit_date"] = message.edit_date
+        if message.message_thread_id is not None:
+            result.update(message_thread_id=message.message_thread_id, is_topic_message=True)
+        replied = self._messages.get(message.chat_id, {}).get(message.reply_to_message_id or 0)
+        if replied is not None:
+            nested = self._message_json(replied)
+            nested.pop("reply_to_message", None)  # Telegram nests one level only
+            result["reply_to_message"] = nested
         # Only inline keyboards are echoed back; reply keyboards live on the client.
         if message.reply_markup and "inline_keyboard" in message.reply_markup:
             result["reply_markup"] = message.reply_markup
@@ -1885,7 +2065,11 @@ class FakeTelegram:
                 text = message.text if len(message.text) <= 160 else message.text[:157] + "..."
                 buttons = f" buttons={message.button_texts}" if message.buttons else ""
                 edited = f" (edited x{message.edit_count})" if message.edit_count else ""
-                lines.append(f"    #{message_id}{edited}: {text!r}{buttons}")
+                where = (f" [topic {message.message_thread_id}]"
+                         if message.message_thread_id is not None else "")
+                if message.reply_to_message_id is not None:
+                    where += f" [reply to #{message.reply_to_message_id}]"
+                lines.append(f"    #{message_id}{where}{edited}: {text!r}{buttons}")
         for chat_id in sorted(self._documents):
             for document in self._documents[chat_id]:
                 lines.append(
