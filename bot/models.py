@@ -234,3 +234,31 @@ class Guide:
     text: str
     model: str
     created_at: float
+
+
+FIRST_NAME_CHARS = 64  # Telegram's own limit on a first name; anything longer is cut
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    """A person acting in a group: their Telegram user id and first name, nothing more.
+
+    What a group's library keeps of the member who saved a paper (the first name is shown
+    beside it). A private chat's library records nobody: its user saved everything in it.
+    """
+
+    user_id: int
+    first_name: str
+
+    @classmethod
+    def of(cls, user_id: int, first_name: str | None) -> GroupMember:
+        return cls(user_id, (first_name or "").strip()[:FIRST_NAME_CHARS])
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryEntry:
+    """A paper in a chat's library and who saved it first (None in a private chat, and for
+    papers saved before the bot kept savers)."""
+
+    paper: Paper
+    saver: GroupMember | None = None

@@ -18,12 +18,14 @@ from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import (
     PREVIEW_CHARS,
     PREVIEW_MAX_CHARS,
+    SAVER_NAME_CHARS,
     DigestEntry,
     RenderedMessage,
     format_categories,
     render_alert,
     render_digest,
     render_paper_card,
+    saver_name,
     sentence_preview,
     shorten_authors,
     truncate_at_word,
@@ -469,6 +471,17 @@ def test_any_paper_renders_well_formed_and_fits(old: Paper, paper: Paper, kind: 
         assert shown_title == title
     assert ToggleSave(ArxivId(paper.arxiv_id, paper.version)) in \
         callback_actions(message.reply_markup)
+
+
+@settings(max_examples=100, deadline=None)
+@given(nasty_text)
+@example("<b>Ada</b> & \u202eco\n")
+def test_any_first_name_shows_escaped_on_one_short_line(name: str) -> None:
+    message = render_paper_card(PAPER, saved=True, saved_by=name)
+    assert_fits(message)
+    [line] = [ln for ln in visible_text(message.text).splitlines() if ln.startswith("📌")]
+    assert line == "📌 Saved by " + saver_name(name)
+    assert len(saver_name(name)) <= SAVER_NAME_CHARS
 
 
 # ---------------------------------------------------------------------------------------------

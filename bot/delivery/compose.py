@@ -56,12 +56,21 @@ async def load_paper(store: Storage, arxiv_id: str, version: int | None) -> Pape
     return await store.papers.get(arxiv_id, version) or await store.papers.get(arxiv_id)
 
 
+async def saved_state(store: Storage, chat_id: int, arxiv_id: str) -> tuple[bool, str | None]:
+    """Whether the chat saved the paper, and the first name of who saved it (known in groups
+    only, for saves made since the bot keeps savers)."""
+    record = await store.saved.record(chat_id, arxiv_id)
+    if record is None:
+        return False, None
+    return True, record.saver.first_name if record.saver is not None else None
+
+
 async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
                         row: OutboxRow | None, *, expanded: bool = False,
                         guide: bool = False) -> RenderedMessage:
     """The message of one alert row for `paper` (a revision with what changed), or a plain
     card when the message was no alert (`row` None); a Hugging Face pick gets its badge line,
-    and `guide` adds the 🧠 Guide button."""
+    and `guide` adds the 🧠 Guide button. In a group, a saved paper names who saved it."""
     kind, matched, diff = "card", (), None
     if row is not None:
         kind, matched = row.alert.kind, row.alert.matched_queries
@@ -69,9 +78,9 @@ async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
             previous = await store.papers.previous_version(paper.arxiv_id, paper.version)
             if previous is not None:
                 diff = describe_changes(previous, paper)
+    saved, saved_by = await saved_state(store, chat_id, paper.arxiv_id)
     return render_alert(
-        paper, kind=kind, matched=matched,
-        saved=await store.saved.is_saved(chat_id, paper.arxiv_id),
+        paper, kind=kind, matched=matched, saved=saved, saved_by=saved_by,
         expanded=expanded, diff=diff, lang=lang,
         pick=await store.community.get(paper.arxiv_id), guide=guide,
         feedback=await store.feedback.get(chat_id, paper.arxiv_id),

@@ -9,9 +9,14 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.delivery import callbacks
 from bot.delivery.latex import latex_to_unicode
-from bot.delivery.render import RenderedMessage, shorten_authors, truncate_at_word
+from bot.delivery.render import (
+    RenderedMessage,
+    saved_by_line,
+    shorten_authors,
+    truncate_at_word,
+)
 from bot.i18n import t
-from bot.models import ArxivId, Paper
+from bot.models import ArxivId, LibraryEntry
 
 PAGE_SIZE = 5
 
@@ -20,9 +25,10 @@ def page_count(total: int) -> int:
     return max(1, -(-total // PAGE_SIZE))
 
 
-def render_saved_page(papers: Sequence[Paper], *, page: int, total: int,
+def render_saved_page(entries: Sequence[LibraryEntry], *, page: int, total: int,
                       lang: str = "en") -> RenderedMessage:
-    """One page of the library: numbered papers, a remove button each, ◀ page/pages ▶."""
+    """One page of the library: numbered papers (in a group, who saved each), a remove button
+    each, ◀ page/pages ▶."""
     pages = page_count(total)
     if total == 0:
         text = t(lang, "Your library is empty. Tap <b>Save</b> under any paper to keep it here.")
@@ -31,12 +37,14 @@ def render_saved_page(papers: Sequence[Paper], *, page: int, total: int,
                total=total, page=page, pages=pages), ""]
     remove_row, similar_row = [], []
     first_number = (page - 1) * PAGE_SIZE + 1
-    for number, paper in enumerate(papers, start=first_number):
+    for number, entry in enumerate(entries, start=first_number):
+        paper = entry.paper
         title = html.escape(truncate_at_word(latex_to_unicode(paper.title), 200))
         authors = html.escape(shorten_authors(paper.authors, 2, lang=lang)[:150])
+        saver = f" · {saved_by_line(entry.saver.first_name, lang)}" if entry.saver else ""
         lines.append(f"{number}. <b>{title}</b>\n    {authors} · "
                      f"<a href=\"{html.escape(paper.abs_url)}\">arXiv:{html.escape(paper.arxiv_id)}"
-                     "</a>")
+                     f"</a>{saver}")
         remove_row.append(InlineKeyboardButton(
             t(lang, "✖ {number}", number=number),
             callback_data=callbacks.encode(

@@ -238,10 +238,12 @@ def render_alert(
     pick: CommunityPick | None = None,
     guide: bool = False,
     feedback: Feedback | None = None,
+    saved_by: str | None = None,
 ) -> RenderedMessage:
     """An alert (an `AlertKind`) or a card (`kind` "card", no badge) for one paper.
 
-    `pick` adds the Hugging Face badge line; `guide` the 🧠 Guide button (guides configured).
+    `pick` adds the Hugging Face badge line; `guide` the 🧠 Guide button (guides configured);
+    `saved_by` the line naming who saved it into a group's library.
     """
     if expanded:
         abstract, cut = _plain(paper.abstract), False
@@ -254,7 +256,7 @@ def render_alert(
                             guide=guide, feedback=feedback)
     limits = _Limits()
     for _ in range(16):
-        text = _alert_html(paper, texts, kind, matched, diff, limits, lang, pick)
+        text = _alert_html(paper, texts, kind, matched, diff, limits, lang, pick, saved_by)
         over = utf16_len(text) - MAX_MESSAGE_UNITS
         if over <= 0:
             return RenderedMessage(text, markup)
@@ -275,11 +277,11 @@ def render_alert(
 def render_paper_card(
     paper: Paper, *, saved: bool = False, expanded: bool = False, lang: str = "en",
     pick: CommunityPick | None = None, guide: bool = False,
-    feedback: Feedback | None = None,
+    feedback: Feedback | None = None, saved_by: str | None = None,
 ) -> RenderedMessage:
     """The `/paper` card: an alert without badge or matched subscriptions, same buttons."""
     return render_alert(paper, kind="card", saved=saved, expanded=expanded, lang=lang,
-                        pick=pick, guide=guide, feedback=feedback)
+                        pick=pick, guide=guide, feedback=feedback, saved_by=saved_by)
 
 
 def _alert_html(
@@ -291,6 +293,7 @@ def _alert_html(
     limits: _Limits,
     lang: str,
     pick: CommunityPick | None = None,
+    saved_by: str | None = None,
 ) -> str:
     # The badge shares the title's line: a phone's notification preview starts with the title.
     title = f"<b>{_clip(texts.title, limits.title)}</b>"
@@ -315,6 +318,8 @@ def _alert_html(
         lines.append("💬 " + _clip(texts.comment, limits.comment))
     if matched:
         lines.append(_matched_line(matched, limits, lang))
+    if saved_by is not None:
+        lines.append(saved_by_line(saved_by, lang))
     if kind == AlertKind.REVISION and diff is not None:
         lines.extend(_diff_lines(diff, limits.diff, lang, paper.abstract))
     abstract = texts.abstract
@@ -324,6 +329,19 @@ def _alert_html(
         lines.append("")
         lines.append(_esc(abstract))
     return "\n".join(lines)
+
+
+SAVER_NAME_CHARS = 32  # a first name beside a paper: long ones are cut
+
+
+def saver_name(first_name: str) -> str:
+    """A saver's first name as shown (plain text): cleaned and kept short."""
+    return truncate_at_word(clean_text(first_name), SAVER_NAME_CHARS) or "?"
+
+
+def saved_by_line(first_name: str, lang: str) -> str:
+    """`📌 Saved by Ada`: who saved the paper into a group's library (HTML)."""
+    return "📌 " + _esc(t(lang, "Saved by {name}", name=saver_name(first_name)))
 
 
 def community_badge(pick: CommunityPick, lang: str) -> str:

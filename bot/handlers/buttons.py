@@ -6,14 +6,16 @@ import logging
 
 from telegram import InlineKeyboardMarkup, Message, Update
 
+from bot import group_library
 from bot.delivery import callbacks
 from bot.delivery.compose import alert_message, digest_continued, load_paper
 from bot.delivery.render import with_feedback_state, with_saved_state
+from bot.group_library import Removal, RemovalResult
 from bot.handlers import guides, library, subscriptions
-from bot.handlers.common import edit_quietly, reply
+from bot.handlers.common import admin_check, edit_quietly, group_member, reply
 from bot.handlers.context import BotContext
 from bot.i18n import t
-from bot.models import Feedback
+from bot.models import Feedback, Paper
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,9 @@ def _offered(message: object, data: str | None) -> bool:
 
 
 async def on_save(update: Update, context: BotContext, action: callbacks.ToggleSave) -> None:
-    """Save toggles to Saved and back; anyone in a group may press it."""
+    """Save toggles to Saved and back. Anyone in a group may save; only who saved the paper
+    and the administrators may unsave it. In a group the alert or card then names who saved
+    it; elsewhere only the keyboard changes."""
     query = update.callback_query
     lang = context.lang
     store = context.store
@@ -79,19 +83,53 @@ async def on_save(update: Update, context: BotContext, action: callbacks.ToggleS
     message = query.message
     markup = message.reply_markup if isinstance(message, Message) else None
     wanted = _press_intent(markup, paper.arxiv_id, lang)
+    member, is_admin, now = group_member(update), admin_check(update, context), context.now()
+    removal: RemovalResult | None = None
     if wanted is None:
-        saved = await store.saved.toggle(chat_id, paper.arxiv_id, version, context.now())
+        removal = await group_library.toggle(store, chat_id, paper.arxiv_id, version, now,
+                                             member, is_admin)
     elif wanted:
-        await store.saved.save(chat_id, paper.arxiv_id, version, context.now())
-        saved = True
+        await group_library.save(store, chat_id, paper.arxiv_id, version, now, member)
     else:
-        await store.saved.remove(chat_id, paper.arxiv_id)
-        saved = False
+        removal = await group_library.remove(store, chat_id, paper.arxiv_id, member, is_admin)
+    if removal is not None and removal.outcome is Removal.REFUSED:
+        await query.answer(library.refusal(removal, lang), show_alert=True)
+        return
+    saved = removal is None
     await query.answer(t(lang, "Saved to your library ✓") if saved
                        else t(lang, "Removed from your library"))
-    if isinstance(message, Message) and message.reply_markup is not None:
-        markup = with_saved_state(message.reply_markup, paper.arxiv_id, saved=saved, lang=lang)
-        await edit_quietly(message.edit_reply_markup(reply_markup=markup))
+    if not isinstance(message, Message) or message.reply_markup is None:
+        return
+    if member is not None and action.number is None:
+        shown = await load_paper(store, action.paper.base, action.paper.version) or paper
+        await _redraw(update, context, message, shown,
+                      expanded=_expanded(message.reply_markup, paper.arxiv_id))
+        return
+    markup = with_saved_state(message.reply_markup, paper.arxiv_id, saved=saved, lang=lang)
+    await edit_quietly(message.edit_reply_markup(reply_markup=markup))
+
+
+def _expanded(markup: InlineKeyboardMarkup, arxiv_id: str) -> bool:
+    """Whether the message shows the full abstract (its button offers to collapse it)."""
+    for row in markup.inline_keyboard:
+        for button in row:
+            action = callbacks.decode(button.callback_data)
+            if isinstance(action, callbacks.ToggleAbstract) and action.paper.base == arxiv_id:
+                return not action.expand
+    return False
+
+
+async def _redraw(update: Update, context: BotContext, message: Message, paper: Paper, *,
+                  expanded: bool) -> None:
+    """Draw an alert or card again from the store (the same alert, if it was one)."""
+    store = context.store
+    chat_id = update.effective_chat.id
+    row = await store.outbox.by_message(chat_id, message.message_id)
+    if row is not None and row.alert.arxiv_id != paper.arxiv_id:
+        row = None  # a digest's message: the paper is shown as a card
+    rendered = await alert_message(store, chat_id, context.lang, paper, row, expanded=expanded,
+                                   guide=context.services.guides is not None)
+    await edit_quietly(message.edit_text(rendered.text, reply_markup=rendered.reply_markup))
 
 
 def _press_intent(markup: InlineKeyboardMarkup | None, arxiv_id: str, lang: str) -> bool | None:
@@ -139,22 +177,14 @@ async def on_abstract(update: Update, context: BotContext,
                       action: callbacks.ToggleAbstract) -> None:
     """Expand the message to the full abstract, or collapse it; the keyboard is kept."""
     query = update.callback_query
-    lang = context.lang
-    store = context.store
-    paper = await load_paper(store, action.paper.base, action.paper.version)
+    paper = await load_paper(context.store, action.paper.base, action.paper.version)
     message = query.message
     if paper is None or not isinstance(message, Message):
-        await query.answer(t(lang, "This button has expired. Please send the command again."))
+        await query.answer(t(context.lang, "This button has expired. Please send the command "
+                                           "again."))
         return
-    chat_id = update.effective_chat.id
-    row = await store.outbox.by_message(chat_id, message.message_id)
-    if row is not None and row.alert.arxiv_id != paper.arxiv_id:
-        row = None  # a digest's message: the paper is shown as a card
-    rendered = await alert_message(store, chat_id, lang, paper, row, expanded=action.expand,
-                                   guide=context.services.guides is not None)
     await query.answer()
-    await edit_quietly(message.edit_text(
-        rendered.text, reply_markup=rendered.reply_markup))
+    await _redraw(update, context, message, paper, expanded=action.expand)
 
 
 async def on_more(update: Update, context: BotContext, action: callbacks.DigestMore) -> None:

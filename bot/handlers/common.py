@@ -11,9 +11,10 @@ from telegram import Update
 from telegram.constants import ChatMemberStatus, ChatType
 from telegram.error import BadRequest, TelegramError
 
+from bot import group_library
 from bot.handlers.context import BotContext
 from bot.i18n import language_from_telegram, t
-from bot.models import ArxivId
+from bot.models import ArxivId, GroupMember
 from bot.query.text import normalise_input
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,9 @@ async def record_chat(update: Update, context: BotContext) -> None:
     context.chat_data["record"] = record
     if reactivated:
         log.info("chat %s is active again; its held alerts are released", chat.id)
+    member = group_member(update)
+    if member is not None:
+        await group_library.member_seen(context.store, chat.id, member)
 
 
 async def reply(update: Update, context: BotContext, text: str, **kwargs: object) -> None:
@@ -145,6 +149,33 @@ def quote(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+async def is_group_admin(context: BotContext, chat_id: int, user_id: int) -> bool:
+    """Whether Telegram says the user administers (or owns) the group; False if it cannot say."""
+    try:
+        member = await context.bot.get_chat_member(chat_id, user_id)
+    except TelegramError as exc:
+        log.warning("could not check admin rights in chat %s: %s", chat_id, exc)
+        return False
+    return member.status in (ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER)
+
+
+def admin_check(update: Update, context: BotContext) -> group_library.IsAdmin:
+    """Asks Telegram, when called, whether the user acting administers this group."""
+    async def is_admin() -> bool:
+        chat, user = update.effective_chat, update.effective_user
+        return chat is not None and user is not None and await is_group_admin(
+            context, chat.id, user.id)
+    return is_admin
+
+
+def group_member(update: Update) -> GroupMember | None:
+    """Who acts in a group (user id and first name); None in a private chat."""
+    chat, user = update.effective_chat, update.effective_user
+    if chat is None or user is None or chat.type not in (ChatType.GROUP, ChatType.SUPERGROUP):
+        return None
+    return GroupMember.of(user.id, user.first_name)
+
+
 async def may_change_settings(update: Update, context: BotContext) -> bool:
     """In groups only administrators may change subscriptions and settings; says so if not."""
     chat, user = update.effective_chat, update.effective_user
@@ -152,14 +183,7 @@ async def may_change_settings(update: Update, context: BotContext) -> bool:
         return True
     if user is None:
         return False
-    try:
-        member = await context.bot.get_chat_member(chat.id, user.id)
-    except TelegramError as exc:
-        log.warning("could not check admin rights in chat %s: %s", chat.id, exc)
-        member = None
-    if member is not None and member.status in (
-        ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.OWNER
-    ):
+    if await is_group_admin(context, chat.id, user.id):
         return True
     refusal = t(context.lang,
                 "Only this group's administrators can change its subscriptions and settings.")

@@ -9,14 +9,19 @@ import logging
 from telegram import Message, Update
 from telegram.constants import ChatAction
 
+from bot import group_library
 from bot.arxiv.errors import ArxivError
 from bot.arxiv.lookups import TooManyLookups
 from bot.delivery import callbacks
 from bot.delivery.bibtex import PART_SEPARATOR, to_bibtex
+from bot.delivery.compose import alert_message
 from bot.delivery.pages import PAGE_SIZE, page_count, render_saved_page
-from bot.delivery.render import RenderedMessage, render_paper_card, render_similar
+from bot.delivery.render import RenderedMessage, render_similar, saver_name
+from bot.group_library import Removal, RemovalResult
 from bot.handlers.common import (
+    admin_check,
     edit_quietly,
+    group_member,
     quote,
     read_arxiv_id,
     reply,
@@ -35,8 +40,8 @@ async def _page_view(context: BotContext, chat_id: int, page: int) -> RenderedMe
     store = context.store
     total = await store.saved.count(chat_id)
     page = min(max(page, 1), page_count(total))  # a stale or forged page shows the nearest
-    papers = await store.saved.page(chat_id, (page - 1) * PAGE_SIZE, PAGE_SIZE)
-    return render_saved_page(papers, page=page, total=total, lang=context.lang)
+    entries = await store.saved.entries(chat_id, (page - 1) * PAGE_SIZE, PAGE_SIZE)
+    return render_saved_page(entries, page=page, total=total, lang=context.lang)
 
 
 async def saved(update: Update, context: BotContext) -> None:
@@ -61,13 +66,26 @@ async def on_page_button(update: Update, context: BotContext,
 
 async def on_remove_button(update: Update, context: BotContext,
                            action: callbacks.RemoveSaved) -> None:
-    """✖ in /saved: remove from this chat's library only, then redraw the page."""
-    removed = await context.store.saved.remove(update.effective_chat.id, action.paper.base)
+    """✖ in /saved: remove from this chat's library only, then redraw the page. In a group
+    only the member who saved the paper and the administrators may; anyone else is told so."""
+    result = await group_library.remove(context.store, update.effective_chat.id, action.paper.base,
+                                  group_member(update), admin_check(update, context))
+    if result.outcome is Removal.REFUSED:
+        await update.callback_query.answer(refusal(result, context.lang), show_alert=True)
+        return
     await update.callback_query.answer(
-        t(context.lang, "Removed from your library") if removed
+        t(context.lang, "Removed from your library") if result.outcome is Removal.REMOVED
         else t(context.lang, "That paper was not in your library.")
     )
     await _show_page(update, context, action.page)
+
+
+def refusal(result: RemovalResult, lang: str) -> str:
+    """Why a group member may not remove that paper: who may."""
+    if result.saver is None:
+        return t(lang, "Only the group's administrators can remove this paper.")
+    return t(lang, "Only {name}, who saved this paper, and the group's administrators can "
+                   "remove it.", name=saver_name(result.saver.first_name))
 
 
 async def export(update: Update, context: BotContext) -> None:
@@ -187,9 +205,5 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
 
 
 async def _card(update: Update, context: BotContext, paper: Paper) -> RenderedMessage:
-    chat_id = update.effective_chat.id
-    saved = await context.store.saved.is_saved(chat_id, paper.arxiv_id)
-    feedback = await context.store.feedback.get(chat_id, paper.arxiv_id)
-    return render_paper_card(paper, saved=saved, lang=context.lang,
-                             pick=await context.store.community.get(paper.arxiv_id),
-                             guide=context.services.guides is not None, feedback=feedback)
+    return await alert_message(context.store, update.effective_chat.id, context.lang, paper,
+                               None, guide=context.services.guides is not None)

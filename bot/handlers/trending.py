@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from telegram import Update
 
+from bot.delivery.compose import saved_state
 from bot.delivery.render import render_paper_card
 from bot.handlers.common import read_argument, reply
 from bot.handlers.context import BotContext
@@ -52,7 +53,7 @@ async def trending(update: Update, context: BotContext) -> None:
     await reply(update, context, heading)
     store = context.store
     for pick, paper in shown:
-        card = render_paper_card(paper, saved=await store.saved.is_saved(chat_id, paper.arxiv_id),
-                                 lang=lang, pick=pick,
+        saved, saved_by = await saved_state(store, chat_id, paper.arxiv_id)
+        card = render_paper_card(paper, saved=saved, saved_by=saved_by, lang=lang, pick=pick,
                                  guide=context.services.guides is not None)
         await reply(update, context, card.text, reply_markup=card.reply_markup)

@@ -368,6 +368,18 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         );
         """,
     ),
+    (
+        11,
+        "a group's library: who saved each paper first",
+        """
+        -- Set in groups only, and only the first name is kept: it is shown beside the paper.
+        -- It goes with the save (removed, the name is gone), and is refreshed when the member
+        -- next writes in the group. Saves made before this migration have no saver (NULL).
+        ALTER TABLE saved ADD COLUMN saved_by INTEGER;
+        ALTER TABLE saved ADD COLUMN saved_by_name TEXT;
+        CREATE INDEX saved_saver ON saved(chat_id, saved_by);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
