@@ -68,8 +68,9 @@ async def on_remove_button(update: Update, context: BotContext,
                            action: callbacks.RemoveSaved) -> None:
     """✖ in /saved: remove from this chat's library only, then redraw the page. In a group
     only the member who saved the paper and the administrators may; anyone else is told so."""
-    result = await group_library.remove(context.store, update.effective_chat.id, action.paper.base,
-                                  group_member(update), admin_check(update, context))
+    result = await group_library.remove(context.store, update.effective_chat.id,
+                                        action.paper.base, group_member(update),
+                                        admin_check(update, context))
     if result.outcome is Removal.REFUSED:
         await update.callback_query.answer(refusal(result, context.lang), show_alert=True)
         return
