@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bibtexparser
 
+from bot.models import AnnounceType
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
 
@@ -126,6 +127,16 @@ async def test_export_in_a_group_is_the_groups_library_and_counts_as_its_labels(
     # The ranker learns from the group's saves, whoever made them.
     labels = await harness.services.ranker.labels(GROUP)
     assert labels.positives == {"2611.10001", "2611.10002"}
+
+
+async def test_a_revision_of_the_groups_saved_paper_names_who_saved_it(harness: Harness) -> None:
+    await group_with_papers(harness)
+    await save_on_card(harness, 1, ADA)
+    harness.serve_feed([make_paper(1, version=2, title="A new title",
+                                   announce_type=AnnounceType.REPLACE)])
+    await harness.poll()
+    revision = harness.tg.messages(GROUP)[-1]
+    assert "🔄 v2" in revision.text and "📌 Saved by Ada" in revision.text
 
 
 async def test_a_private_chat_shows_no_saver(harness: Harness) -> None:
