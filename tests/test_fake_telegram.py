@@ -297,6 +297,34 @@ async def test_send_document_records_filename_and_content(
     assert fake_telegram.documents(GROUP)[0].content == content
 
 
+async def test_a_users_file_is_fetched_with_get_file_and_the_download_url(
+    fake_telegram: FakeTelegram,  # noqa: F811
+) -> None:
+    content = b"@misc{a,\n  eprint = {2211.00593},\n  archiveprefix = {arXiv}\n}\n"
+    fake_telegram.send_document(CHAT, content, "My Library.bib", caption="/import")
+    fake_telegram.send_document(CHAT, b"ids", "ids.txt", file_size=None)
+    async with Bot(fake_telegram.token, base_url=fake_telegram.base_url,
+                   base_file_url=f"{fake_telegram.api_url}/file/bot") as bot:
+        first, second = await bot.get_updates()
+        document = first.message.document
+        assert (document.file_name, document.file_size, first.message.caption) == (
+            "My Library.bib", len(content), "/import")
+        assert second.message.document.file_size is None  # Telegram may leave it out
+        assert fake_telegram.downloads == []
+
+        file = await document.get_file()
+        assert file.file_size == len(content)
+        assert bytes(await file.download_as_bytearray()) == content
+        [path] = fake_telegram.downloads
+        assert file.file_path.endswith(f"/file/bot{fake_telegram.token}/{path}")
+
+        with pytest.raises(BadRequest, match=r"(?i)invalid file_id"):
+            await bot.get_file("no-such-file")
+    async with httpx.AsyncClient() as http:
+        wrong_token = await http.get(f"{fake_telegram.api_url}/file/bot1:wrong/{path}")
+    assert wrong_token.status_code == 404 and fake_telegram.downloads == [path]
+
+
 async def test_commands_are_stored_per_language(
     bot: Bot,
     fake_telegram: FakeTelegram,  # noqa: F811

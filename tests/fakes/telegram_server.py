@@ -5,9 +5,10 @@ fake serves an in-process ``telegram.ext.Application`` and a bot running as ``py
 Point the bot at ``TELEGRAM_API_URL=tg.api_url``; PTB is built with ``base_url=f"{api_url}/bot"``.
 
 It behaves like Telegram where our bot would notice: the ``{"ok": ..}`` envelope, HTML parse errors,
-the 4096 limit, "message is not modified", long polling with offsets, 403/429/ChatMigrated, and
-(optionally) Telegram's flood limits. Forum supergroups have topics (``create_topic``,
-``close_topic``, ``delete_topic``): users write inside them, the bot's messages record their
+the 4096 limit, "message is not modified", long polling with offsets, 403/429/ChatMigrated, files
+users send (``send_document``, ``getFile``, the file download URL), and (optionally) Telegram's
+flood limits. Forum supergroups have topics (``create_topic``, ``close_topic``,
+``delete_topic``): users write inside them, the bot's messages record their
 ``message_thread_id`` and ``reply_parameters``, and a send into a deleted or closed topic gets
 Telegram's own error. Deliberate differences, so that bot bugs surface in tests:
 
@@ -51,6 +52,7 @@ DEFAULT_GROUP_USER_ID = 4242
 MAX_MESSAGE_LENGTH = 4096
 MAX_CAPTION_LENGTH = 1024
 MAX_CALLBACK_DATA_BYTES = 64
+MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024  # getFile refuses larger files ("file is too big")
 MAX_LONG_POLL_SECONDS = 50
 _POLL_STEP = 0.02
 
@@ -463,6 +465,15 @@ class _Upload(NamedTuple):
     mime_type: str | None
 
 
+@dataclass(frozen=True)
+class _UserFile:
+    """A file a user sent, served by getFile and the file download URL."""
+
+    file_id: str
+    path: str
+    content: bytes
+
+
 class _ApiError(Exception):
     def __init__(self, code: int, description: str, parameters: dict[str, Any] | None = None):
         super().__init__(description)
@@ -609,7 +620,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        match = re.fullmatch(r"/file/bot([^/]+)/(.+)", url.path)
+        if match is None:
+            self.do_POST()
+            return
+        self._read_body()
+        content = self.server.fake.download(unquote(match[1]), unquote(match[2]))
+        status, data = (200, content) if content is not None else (404, b"Not Found")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -685,6 +709,8 @@ class FakeTelegram:
         self._threads: dict[int, dict[int, int]] = {}  # chat → message id → its topic
         self._topic_openers: dict[tuple[int, int], dict[str, Any]] = {}
         self._files: dict[str, SentDocument] = {}
+        self._user_files: dict[str, _UserFile] = {}
+        self._downloads: list[str] = []
         self._callback_queries: set[str] = set()
         self._callback_answers: list[CallbackAnswer] = []
         self._commands: dict[tuple[str, str], list[tuple[str, str]]] = {}
@@ -724,6 +750,7 @@ class FakeTelegram:
             "deleteMessage": self._delete_message,
             "answerCallbackQuery": self._answer_callback_query,
             "sendDocument": self._send_document,
+            "getFile": self._get_file,
             "setMyCommands": self._set_my_commands,
             "getMyCommands": self._get_my_commands,
             "deleteMyCommands": self._delete_my_commands,
@@ -825,22 +852,9 @@ class FakeTelegram:
         with self._cond:
             if thread_id is not None and thread_id not in self._topics.get(chat_id, {}):
                 raise AssertionError(f"chat {chat_id} has no open topic {thread_id}")
-            chat = self._remember_chat(chat_id, chat_type, first_name, username, title)
-            sender_id = (
-                user_id
-                if user_id is not None
-                else (chat_id if chat["type"] == "private" else DEFAULT_GROUP_USER_ID)
-            )
-            user = self._remember_user(sender_id, first_name, username, language_code)
-            message_id = self._new_message_id(chat_id)
-            self._user_messages.setdefault(chat_id, set()).add(message_id)
-            message: dict[str, Any] = {
-                "message_id": message_id,
-                "from": user,
-                "chat": chat,
-                "date": int(time.time()),
-                "text": text,
-            }
+            message = self._user_message(chat_id, user_id, chat_type, language_code,
+                                         first_name, username, title)
+            message["text"] = text
             if entities:
                 message["entities"] = entities
             if reply_to_message_id is not None:
@@ -850,7 +864,80 @@ class FakeTelegram:
             if thread_id is not None:
                 self._place_in_topic(chat_id, thread_id, message)
             self.add_update({"message": message})
-            return message_id
+            return message["message_id"]
+
+    def send_document(
+        self,
+        chat_id: int,
+        content: bytes,
+        filename: str,
+        *,
+        caption: str | None = None,
+        mime_type: str | None = None,
+        file_size: int | None = -1,
+        user_id: int | None = None,
+        chat_type: str | None = None,
+        language_code: str | None = "en",
+        first_name: str = "Ada",
+        username: str | None = None,
+        title: str | None = None,
+    ) -> int:
+        """A user sends a file; returns the new message's id. The bot fetches it as Telegram
+        serves files: ``getFile`` gives a ``file_path``, then ``GET /file/bot<token>/<path>``.
+
+        ``file_size`` is what the update reports: the content's length unless given (``None``
+        leaves it out, as Telegram may). ``downloads`` lists what the bot fetched.
+        """
+        with self._cond:
+            message = self._user_message(chat_id, user_id, chat_type, language_code,
+                                         first_name, username, title)
+            number = next(self._ids)
+            file_id = f"BQACAgIAAxUser{number:08d}"
+            self._user_files[file_id] = _UserFile(file_id, f"documents/file_{number}", content)
+            document: dict[str, Any] = {"file_id": file_id, "file_unique_id": file_id[-12:],
+                                        "file_name": filename}
+            if mime_type is not None:
+                document["mime_type"] = mime_type
+            reported = len(content) if file_size == -1 else file_size
+            if reported is not None:
+                document["file_size"] = reported
+            message["document"] = document
+            if caption is not None:
+                message["caption"] = caption
+            self.add_update({"message": message})
+            return message["message_id"]
+
+    def _user_message(self, chat_id: int, user_id: int | None, chat_type: str | None,
+                      language_code: str | None, first_name: str, username: str | None,
+                      title: str | None) -> dict[str, Any]:
+        """A new message from a user in the chat, without its content (lock held)."""
+        chat = self._remember_chat(chat_id, chat_type, first_name, username, title)
+        sender_id = (
+            user_id
+            if user_id is not None
+            else (chat_id if chat["type"] == "private" else DEFAULT_GROUP_USER_ID)
+        )
+        user = self._remember_user(sender_id, first_name, username, language_code)
+        message_id = self._new_message_id(chat_id)
+        self._user_messages.setdefault(chat_id, set()).add(message_id)
+        return {"message_id": message_id, "from": user, "chat": chat, "date": int(time.time())}
+
+    @property
+    def downloads(self) -> list[str]:
+        """The file paths the bot downloaded, in order."""
+        with self._cond:
+            return list(self._downloads)
+
+    def download(self, token: str, file_path: str) -> bytes | None:
+        """The content served at ``/file/bot<token>/<file_path>``; None: 404 as Telegram."""
+        with self._cond:
+            if token != self.token:
+                return None
+            found = next((f for f in self._user_files.values() if f.path == file_path), None)
+            if found is None:
+                return None
+            self._downloads.append(file_path)
+            return found.content
 
     def send_command(self, chat_id: int, command: str, **kwargs: Any) -> int:
         """A user sends ``/cmd args`` (or ``/cmd@botname``); returns the message id.
@@ -1690,6 +1777,15 @@ class FakeTelegram:
         if thread_id is not None:
             result.update(message_thread_id=thread_id, is_topic_message=True)
         return result
+
+    def _get_file(self, params: dict[str, Any], files: dict[str, _Upload]) -> dict[str, Any]:
+        found = self._user_files.get(str(params.get("file_id", "")))
+        if found is None:
+            raise _bad_request("invalid file_id")
+        if len(found.content) > MAX_DOWNLOAD_BYTES:
+            raise _bad_request("file is too big")
+        return {"file_id": found.file_id, "file_unique_id": found.file_id[-12:],
+                "file_size": len(found.content), "file_path": found.path}
 
     def _set_my_commands(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
         commands = params.get("commands")
