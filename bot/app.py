@@ -29,7 +29,16 @@ from bot.delivery.pacing import PacedRateLimiter, Pacer
 from bot.delivery.sender import Sender
 from bot.guides.client import GuideClient
 from bot.guides.service import GuideService
-from bot.handlers import basic, buttons, guides, library, overview, subscriptions, trending
+from bot.handlers import (
+    basic,
+    buttons,
+    guides,
+    imports,
+    library,
+    overview,
+    subscriptions,
+    trending,
+)
 from bot.handlers import settings as chat_settings
 from bot.handlers.common import record_chat
 from bot.handlers.context import BotContext, Services
@@ -37,6 +46,7 @@ from bot.handlers.guard import BudgetGate
 from bot.handlers.update_processor import PerChatUpdateProcessor
 from bot.health import TELEGRAM_HEARTBEAT_INTERVAL, WatchedRequest
 from bot.i18n import SUPPORTED_LANGUAGES, _, t
+from bot.importer.service import LibraryImporter
 from bot.jobs import (
     community_job,
     digest_job,
@@ -62,6 +72,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("saved", _("Your saved papers")),
     ("export", _("Export saved papers as BibTeX")),
     ("paper", _("Look up a paper by arXiv ID or link")),
+    ("import", _("Import papers: a .bib file or arXiv IDs")),
     ("digest", _("Daily digest at a time, or off")),
     ("pause", _("Pause alerts")),
     ("resume", _("Resume alerts")),
@@ -101,6 +112,7 @@ async def _post_init(application: Application) -> None:
         min_interval=settings.arxiv_min_interval_seconds,
     )
     services.lookups = LookupQueue(services.arxiv)
+    services.importer = LibraryImporter(services.storage, services.lookups)
     if settings.guides_enabled:
         services.guides = GuideService(
             services.storage, GuideClient(settings.llm_api_url, settings.llm_model,
@@ -222,6 +234,7 @@ def build_application(
     application.add_handler(CommandHandler("saved", library.saved))
     application.add_handler(CommandHandler("export", library.export))
     application.add_handler(CommandHandler("paper", library.paper))
+    application.add_handler(CommandHandler("import", imports.import_command))
     application.add_handler(CommandHandler("guide", guides.guide))
     application.add_handler(CommandHandler("trending", trending.trending))
     application.add_handler(CommandHandler("similar", library.similar))
@@ -240,6 +253,12 @@ def build_application(
     application.add_handler(MessageHandler(
         filters.ChatType.PRIVATE & filters.TEXT & ~filters.COMMAND & filters.UpdateType.MESSAGE,
         basic.plain_text,
+    ))
+    # A file: any in a private chat; in a group only with the caption /import.
+    application.add_handler(MessageHandler(
+        filters.Document.ALL & filters.UpdateType.MESSAGE
+        & (filters.ChatType.PRIVATE | filters.CaptionRegex(imports.IMPORT_CAPTION)),
+        imports.on_document,
     ))
     application.add_error_handler(basic.on_error)
     return application

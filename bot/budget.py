@@ -11,7 +11,10 @@ two buckets at once, and end in a silence window, which rate-limit packages do n
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+
+from bot.arxiv.lookups import BATCH_SIZE
 
 # What a command costs from the sustained bucket. Costly ones reach arXiv, build large files
 # or run the matcher over a week of papers.
@@ -19,6 +22,25 @@ DEFAULT_COST = 1
 COMMAND_COSTS: dict[str, int] = {"paper": 3, "export": 3, "follow": 3, "guide": 3,
                                   "trending": 3}
 LOOKUP_COST = COMMAND_COSTS["paper"]  # an arXiv id or link pasted in a private chat
+
+
+# An import costs what its look-ups would cost as `/paper`s: one per arXiv request of
+# BATCH_SIZE IDs, at most two thirds of a person's sustained bucket, so a large import
+# slows the chat down for a while without locking it out.
+IMPORT_MAX_COST = 20
+IMPORT_BYTES_PER_ENTRY = 500  # a BibTeX entry with an abstract; a file's cost before reading it
+
+
+def import_cost(entries: int) -> int:
+    """The cost of importing `entries` papers."""
+    return min(IMPORT_MAX_COST, LOOKUP_COST * max(1, math.ceil(entries / BATCH_SIZE)))
+
+
+def upload_cost(size: int | None) -> int:
+    """The cost of importing an uploaded file of `size` bytes (unknown: the largest)."""
+    if size is None:
+        return IMPORT_MAX_COST
+    return import_cost(math.ceil(size / IMPORT_BYTES_PER_ENTRY))
 
 
 def command_cost(name: str) -> int:

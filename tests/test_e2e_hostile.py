@@ -37,7 +37,8 @@ SETTLE_CHAT = 999_999_999  # the harness's settling pings write here
 FAILURE = "something went wrong"
 
 COMMANDS = ("/start", "/help", "/follow", "/unfollow", "/list", "/saved", "/export", "/paper",
-            "/pause", "/resume", "/digest", "/tz", "/lang", "/stats", "/status", "/frobnicate")
+            "/import", "/pause", "/resume", "/digest", "/tz", "/lang", "/stats", "/status",
+            "/frobnicate")
 TAKES_ARGUMENT = ("/follow", "/unfollow", "/paper", "/digest", "/tz", "/lang")
 MAX_MESSAGE = 4000
 USAGE = {"/follow": "/follow cs.LG", "/unfollow": "/unfollow 2", "/paper": "/paper 2611.11450"}
@@ -70,6 +71,7 @@ ACCEPTED: dict[str, tuple[set[str], tuple[str, ...]]] = {
     "/tz": ({"chats"}, ("Time zone set",)),
     "/lang": ({"chats"}, ("Language set",)),
     "/paper": ({"papers", "paper_versions"}, ()),  # a looked-up paper is cached; the card says
+    "/import": ({"saved", "papers", "paper_versions"}, ("Added to your library",)),
 }
 
 

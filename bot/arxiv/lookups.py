@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from bot.arxiv.client import INTERACTIVE, ArxivClient
 from bot.arxiv.errors import ArxivError
@@ -77,12 +77,24 @@ class LookupQueue:
         by that id, or raises ArxivError. Raises TooManyLookups at once if the chat's line is
         full. Synchronous, so a handler can answer "queued" and let the result come later.
         """
+        if not self.known_missing(arxiv_id) and self._pending.get(chat_id, 0) >= self.max_pending:
+            raise TooManyLookups(self.max_pending)
+        return self._enqueue(chat_id, arxiv_id)
+
+    def submit_many(self, chat_id: int, arxiv_ids: Sequence[ArxivId]
+                    ) -> list[asyncio.Future[Paper | None]]:
+        """Queue an import's look-ups, one future per id, without the per-chat limit (the
+        import's own cap bounds them). They still wait in the chat's line, one id per chat per
+        round, so another chat's `/paper` is not held up behind them. A cancelled future's id
+        is dropped from the line before it is asked for.
+        """
+        return [self._enqueue(chat_id, arxiv_id) for arxiv_id in arxiv_ids]
+
+    def _enqueue(self, chat_id: int, arxiv_id: ArxivId) -> asyncio.Future[Paper | None]:
         future: asyncio.Future[Paper | None] = asyncio.get_running_loop().create_future()
         if self.known_missing(arxiv_id):
             future.set_result(None)
             return future
-        if self._pending.get(chat_id, 0) >= self.max_pending:
-            raise TooManyLookups(self.max_pending)
         key = str(arxiv_id)
         waiters = self._waiters.setdefault(key, [])
         if not waiters:  # an id already on its way answers every chat that asked
@@ -138,7 +150,11 @@ class LookupQueue:
         while self._turns and len(batch) < self._batch_size:
             chat_id = self._turns.popleft()
             line = self._lines[chat_id]
-            batch.append(line.popleft())
+            key = line.popleft()
+            if self._abandoned(key):
+                self._waiters.pop(key, None)
+            else:
+                batch.append(key)
             if line:
                 self._turns.append(chat_id)
             else:
@@ -170,6 +186,10 @@ class LookupQueue:
             for future in self._waiters.pop(key, []):
                 if not future.done():
                     future.set_result(paper)
+
+    def _abandoned(self, key: str) -> bool:
+        """Whether nobody waits for `key` any more (an import stopped early cancelled it)."""
+        return all(future.done() for future in self._waiters.get(key, ()))
 
     def _remember_missing(self, key: str) -> None:
         self._misses[key] = self._clock() + self._miss_ttl

@@ -6,7 +6,7 @@ import logging
 
 from telegram import Update
 
-from bot.handlers import library
+from bot.handlers import imports, library
 from bot.handlers.common import MAX_ARGUMENT_LENGTH, clean_argument, reply
 from bot.handlers.context import BotContext
 from bot.i18n import _, t
@@ -52,6 +52,7 @@ HELP_TEXT = _(
     "/saved — saved papers, newest first\n"
     "/export — the library as a BibTeX file\n"
     "/paper &lt;arXiv ID or link&gt; — one paper's card\n"
+    "/import — .bib or arXiv IDs\n"
     "/similar &lt;arXiv ID&gt; — stored papers nearest to one paper; 👍 / 👎 on alerts and "
     "your saved papers teach the ranker (/stats shows whether it is on)\n\n"
     "<b>Delivery</b>\n"
@@ -98,7 +99,8 @@ async def unknown_command(update: Update, context: BotContext) -> None:
 
 async def plain_text(update: Update, context: BotContext) -> None:
     """Text that is not a command, in a private chat: an arXiv id or link shows that paper's
-    card (what a researcher pasting a link wants); anything else gets a pointer to the commands.
+    card (what a researcher pasting a link wants); several are imported into the library;
+    anything else gets a pointer to the commands.
 
     Registered for private chats only: in a group people talk to each other, not to the bot.
     """
@@ -106,6 +108,8 @@ async def plain_text(update: Update, context: BotContext) -> None:
     text = clean_argument(message.text or "") if message is not None else None
     if text and len(text) <= MAX_ARGUMENT_LENGTH and (arxiv_id := ArxivId.parse(text)):
         await library.show_paper(update, context, arxiv_id)
+        return
+    if await imports.import_message(update, context):  # several IDs or links: import them
         return
     await reply(update, context, t(
         context.lang, "I answer commands, such as <code>/follow cs.LG</code> or "

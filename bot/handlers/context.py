@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from bot.delivery.sender import Sender
     from bot.guides.service import GuideService
     from bot.handlers.progress import ProgressPolicy
+    from bot.importer.service import LibraryImporter
     from bot.pipeline import Pipeline
     from bot.query.service import SubscriptionService
     from bot.sources.huggingface import CommunityPicks
@@ -52,6 +53,7 @@ class Services:
     guides: GuideService | None = None  # None when no LLM endpoint is configured
     community: CommunityPicks | None = None  # None when HF_PAPERS_URL is off
     ranker: Ranker | None = None
+    importer: LibraryImporter | None = None
 
 
 class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
@@ -82,6 +84,11 @@ class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
     def ranker(self) -> Ranker:
         assert self.services.ranker is not None, "opened in post_init"
         return self.services.ranker
+
+    @property
+    def importer(self) -> LibraryImporter:
+        assert self.services.importer is not None, "opened in post_init"
+        return self.services.importer
 
     @property
     def lookups(self) -> LookupQueue:

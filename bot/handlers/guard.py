@@ -10,9 +10,10 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import Application
 
-from bot.budget import DEFAULT_COST, LOOKUP_COST, Decision, command_cost
+from bot.budget import DEFAULT_COST, LOOKUP_COST, Decision, command_cost, import_cost, upload_cost
 from bot.handlers.common import clean_argument
 from bot.handlers.context import Services
+from bot.handlers.imports import MIN_MESSAGE_IDS, ids_named, is_import_upload
 from bot.i18n import language_from_telegram, t
 from bot.models import ArxivId
 
@@ -87,6 +88,8 @@ def update_cost(update: Update, bot_username: str | None) -> int | None:
     if update.callback_query is not None:
         return DEFAULT_COST
     message = update.effective_message
+    if message is not None and update.message is not None and is_import_upload(message):
+        return upload_cost(message.document.file_size)  # charged by size, before the download
     if message is None or not message.text:
         return None
     command = _command(message)
@@ -94,11 +97,16 @@ def update_cost(update: Update, bot_username: str | None) -> int | None:
         name, _, addressee = command.partition("@")
         if addressee and addressee.lower() != (bot_username or "").lower():
             return None
+        if name.lower() == "import":
+            return import_cost(ids_named(message.text))
         return command_cost(name)
     if message.chat.type != ChatType.PRIVATE or update.message is None:
         return None  # group chatter and edited text get no answer, so they cost nothing
     text = clean_argument(message.text)
-    return LOOKUP_COST if text and ArxivId.parse(text) is not None else DEFAULT_COST
+    if text and ArxivId.parse(text) is not None:
+        return LOOKUP_COST
+    named = ids_named(message.text)
+    return import_cost(named) if named >= MIN_MESSAGE_IDS else DEFAULT_COST
 
 
 def _command(message: Message) -> str | None:

@@ -44,6 +44,27 @@ class SavedRepository:
         )
         return cursor_rows > 0
 
+    async def save_many(self, chat_id: int, papers: Iterable[tuple[str, int]],
+                        now: float) -> int:
+        """Save (arxiv_id, version) pairs in one transaction; returns how many were new."""
+        rows = [(chat_id, arxiv_id, version, now) for arxiv_id, version in papers]
+        async with self._db.transaction() as conn:
+            before = conn.total_changes
+            await conn.executemany(
+                "INSERT OR IGNORE INTO saved (chat_id, arxiv_id, saved_version, saved_at) "
+                "VALUES (?, ?, ?, ?)", rows)
+            return conn.total_changes - before
+
+    async def saved_among(self, chat_id: int, arxiv_ids: Iterable[str]) -> set[str]:
+        """Which of `arxiv_ids` the chat has saved."""
+        found: set[str] = set()
+        for chunk, marks in in_chunks(arxiv_ids):
+            rows = await self._db.fetchall(
+                f"SELECT arxiv_id FROM saved WHERE chat_id = ? AND arxiv_id IN ({marks})",
+                [chat_id, *chunk])
+            found.update(row["arxiv_id"] for row in rows)
+        return found
+
     async def remove(self, chat_id: int, arxiv_id: str) -> bool:
         return await self._db.execute(
             "DELETE FROM saved WHERE chat_id = ? AND arxiv_id = ?", (chat_id, arxiv_id)
