@@ -138,3 +138,26 @@ async def test_a_chinese_chat_gets_the_report_in_chinese(harness: Harness) -> No
 
     assert "导入" in reply.text and "收藏夹" in reply.text, reply.text
     assert "跳过" not in reply.text  # the command names no non-arXiv line
+
+
+async def test_in_a_group_only_a_file_captioned_import_is_read_and_the_importer_is_named(
+        harness: Harness) -> None:
+    group, member = -1007401, 22
+    harness.arxiv.set_api_papers([api_paper(1, "1706.03762"), api_paper(2, "2211.00593")])
+    listing = b"1706.03762\nhttps://arxiv.org/abs/2211.00593\n"
+
+    harness.tg.send_document(group, listing, "shared.txt", user_id=member, title="Lab")
+    await harness.settle()
+    assert harness.tg.messages(group) == [] and harness.tg.downloads == [], \
+        "a file shared among members is not the bot's"
+
+    before = len(harness.tg.messages(group))
+    harness.tg.send_document(group, listing, "ids.txt", caption="/import", user_id=member,
+                             first_name="Grace", title="Lab")
+    replies = await harness.tg.wait_for(
+        lambda: len(found := harness.tg.messages(group)) > before and found,
+        what="the group's import report")
+    assert "✅ Added to your library: 2" in replies[before].text
+    rows = await harness.services.storage.db.fetchall(
+        "SELECT saved_by, saved_by_name FROM saved WHERE chat_id = ?", (group,))
+    assert [tuple(row) for row in rows] == [(member, "Grace")] * 2

@@ -10,7 +10,7 @@ from telegram import Message, Update
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 
-from bot.handlers.common import command_argument, reply
+from bot.handlers.common import command_argument, group_member, reply
 from bot.handlers.context import BotContext
 from bot.handlers.progress import Progress
 from bot.i18n import t, tn
@@ -117,7 +117,7 @@ async def run_import(update: Update, context: BotContext, source: ImportSource) 
                 "📥 Importing: looked up {done} of {count} papers on arXiv…", total, done=done))
 
         report = await context.importer.run(update.effective_chat.id, source, context.now(),
-                                            looked_up)
+                                            looked_up, group_member(update))
         await progress.finish(render_report(report, lang))
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from bot.arxiv.errors import ArxivError
 from bot.arxiv.lookups import LookupQueue
 from bot.importer.parse import ImportSource
-from bot.models import ArxivId, Paper
+from bot.models import ArxivId, GroupMember, Paper
 from bot.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,9 @@ class LibraryImporter:
         self._lookups = lookups
 
     async def run(self, chat_id: int, source: ImportSource, now: float,
-                  progress: ProgressFn = _no_progress) -> ImportReport:
+                  progress: ProgressFn = _no_progress,
+                  saver: GroupMember | None = None) -> ImportReport:
+        """Save the papers `source` names; in a group, `saver` is the member importing."""
         bases = [arxiv_id.base for arxiv_id in source.ids]
         saved = await self._store.saved.saved_among(chat_id, bases)
         wanted = [base for base in bases if base not in saved]
@@ -62,7 +64,7 @@ class LibraryImporter:
         # The latest version known is the one saved: revisions after it are news to the chat.
         papers = [stored[base] for base in wanted if base in stored] + found
         added = await self._store.saved.save_many(
-            chat_id, [(paper.arxiv_id, paper.version) for paper in papers], now)
+            chat_id, [(paper.arxiv_id, paper.version) for paper in papers], now, saver)
         return ImportReport(source, added=added, already_saved=len(saved),
                             not_found=len(missing) - len(found) - unavailable,
                             unavailable=unavailable)

@@ -44,15 +44,17 @@ class SavedRepository:
         )
         return cursor_rows > 0
 
-    async def save_many(self, chat_id: int, papers: Iterable[tuple[str, int]],
-                        now: float) -> int:
-        """Save (arxiv_id, version) pairs in one transaction; returns how many were new."""
-        rows = [(chat_id, arxiv_id, version, now) for arxiv_id, version in papers]
+    async def save_many(self, chat_id: int, papers: Iterable[tuple[str, int]], now: float,
+                        saver: GroupMember | None = None) -> int:
+        """Save (arxiv_id, version) pairs in one transaction (in a group, with who saved
+        them); returns how many were new."""
+        rows = [(chat_id, arxiv_id, version, now, saver.user_id if saver else None,
+                 saver.first_name if saver else None) for arxiv_id, version in papers]
         async with self._db.transaction() as conn:
             before = conn.total_changes
             await conn.executemany(
-                "INSERT OR IGNORE INTO saved (chat_id, arxiv_id, saved_version, saved_at) "
-                "VALUES (?, ?, ?, ?)", rows)
+                "INSERT OR IGNORE INTO saved (chat_id, arxiv_id, saved_version, saved_at, "
+                "saved_by, saved_by_name) VALUES (?, ?, ?, ?, ?, ?)", rows)
             return conn.total_changes - before
 
     async def saved_among(self, chat_id: int, arxiv_ids: Iterable[str]) -> set[str]:
