@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -32,6 +33,16 @@ settings.register_profile("shared-machine", deadline=None,
 settings.load_profile("shared-machine")
 
 TOKEN = "123456:TEST-token_abcdefghijklmnopqrstuvwxyz"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for `-n auto` (pyproject's addopts): two per core for the whole suite, whose
+    end-to-end tests mostly wait on servers, timers and subprocesses; none (one process) for a
+    run naming files or tests, where starting workers, each importing everything, costs more
+    than it saves. `-n N` on the command line overrides both."""
+    if config.args_source is not pytest.Config.ArgsSource.TESTPATHS:
+        return 0
+    return min(8, 2 * len(os.sched_getaffinity(0)))
 
 
 @dataclasses.dataclass
