@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from telegram.ext import Application
 
 from bot.app import build_application
+from bot.arxiv.client import ArxivClient
 from bot.budget import UNLIMITED, BudgetPolicy
 from bot.clock import Clock, ManualClock
 from bot.config import Settings, load_settings
@@ -21,7 +23,7 @@ from bot.delivery.pacing import Pacer
 from bot.handlers.context import Services
 from bot.jobs import send_due_digests, send_for_you
 from bot.models import AnnounceType, Paper
-from bot.pipeline import PollReport
+from bot.pipeline import Pipeline, PollReport
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
 from tests.fakes.telegram_server import CallbackAnswer, FakeTelegram, SentMessage
@@ -43,6 +45,16 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     if config.args_source is not pytest.Config.ArgsSource.TESTPATHS:
         return 0
     return min(8, 2 * len(os.sched_getaffinity(0)))
+
+
+class RecordingSleep:
+    """Stands in for asyncio.sleep in backoff so retries don't wait; remembers each delay."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
 
 
 @dataclasses.dataclass
@@ -122,6 +134,24 @@ class Harness:
 
     async def drain(self) -> None:
         await self.services.sender.drain()
+
+    @contextlib.asynccontextmanager
+    async def backoff_recorded(self) -> AsyncIterator[RecordingSleep]:
+        """Polls (the job's too) use an arXiv client whose retries record their backoff
+        instead of waiting it out (seconds each, doubling)."""
+        sleep = RecordingSleep()
+        arxiv = ArxivClient(rss_url=self.settings.arxiv_rss_url,
+                            api_url=self.settings.arxiv_api_url,
+                            listing_url=self.settings.arxiv_listing_url, min_interval=0,
+                            sleep=sleep)
+        services = self.services
+        assert services.storage is not None and services.subscriptions is not None
+        services.pipeline = Pipeline(self.settings, services.storage, arxiv,
+                                     services.subscriptions, self.clock)
+        try:
+            yield sleep
+        finally:
+            await arxiv.aclose()
 
     async def send_due_digests(self) -> int:
         return await send_due_digests(self.services.storage, self.services.sender,

@@ -25,22 +25,13 @@ from bot.arxiv.errors import (
 )
 from bot.arxiv.feeds import parse_api
 from bot.models import Paper
+from tests.conftest import RecordingSleep
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed, synth_papers
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RSS_EXCERPT = FIXTURES / "rss-new-format-2024-11-28-all-archives.EXCERPT-29-of-1504-items.xml"
 CONTACT = "(+mailto:ops@example.org)"
-
-
-class RecordingSleep:
-    """Stands in for asyncio.sleep in backoff so retries don't wait; remembers each delay."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 @pytest.fixture

@@ -99,7 +99,9 @@ async def test_the_running_bot_beats_and_status_shows_it(harness: Harness) -> No
 async def test_a_failed_poll_does_not_beat(harness: Harness) -> None:
     harness.arxiv.fail_next(503, times=20)
     context = harness.app.context_types.context(harness.app)
-    await poll_job(context)
+    async with harness.backoff_recorded() as backoff:
+        await poll_job(context)
+    assert len(backoff.delays) == 3, "every attempt failed: the poll failed"
     assert Beat.ARXIV_POLL not in await harness.services.storage.heartbeats.all()
 
 

@@ -23,7 +23,7 @@ from bot.models import Alert, AnnounceType, Paper
 from bot.pipeline import Pipeline, PollReport
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
-from tests.conftest import TOKEN, Harness, make_paper
+from tests.conftest import TOKEN, Harness, RecordingSleep, make_paper
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
 
@@ -36,16 +36,6 @@ TUESDAY = datetime(2026, 11, 17, 5, 0, tzinfo=UTC)
 SATURDAY_NOON_ET = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
 NEXT_TUESDAY_NOON_ET = datetime(2026, 11, 24, 17, 0, tzinfo=UTC)
 READER = 501  # a researcher following cs.LG
-
-
-class RecordingSleep:
-    """Stands in for the client's backoff sleep so retries don't wait; remembers each delay."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 @dataclasses.dataclass
@@ -530,16 +520,7 @@ async def test_a_dry_run_stores_nothing_and_predicts_the_real_poll(make_rig: Rig
 
 
 async def test_a_persistent_fault_shows_on_status_for_admins_only(harness: Harness) -> None:
-    services = harness.services
-    sleep = RecordingSleep()
-    arxiv = ArxivClient(rss_url=harness.settings.arxiv_rss_url,
-                        api_url=harness.settings.arxiv_api_url,
-                        listing_url=harness.settings.arxiv_listing_url, min_interval=0,
-                        sleep=sleep, backoff_base=0.01)
-    assert services.storage is not None and services.subscriptions is not None
-    services.pipeline = Pipeline(harness.settings, services.storage, arxiv,
-                                 services.subscriptions, harness.clock)
-    try:
+    async with harness.backoff_recorded() as sleep:
         harness.serve_feed([make_paper(1)], names=("cs",))
         await harness.poll()
         harness.clock.advance(2 * 3600 + 60)
@@ -565,8 +546,6 @@ async def test_a_persistent_fault_shows_on_status_for_admins_only(harness: Harne
         status = await harness.ask(1, "/status")
         assert "✅ cs\n" in status.text and "last error" not in status.text
         assert "failures in a row: 0" in status.text
-    finally:
-        await arxiv.aclose()
 
 
 async def test_stats_and_status_list_only_the_feeds_polled_now(harness: Harness) -> None:
