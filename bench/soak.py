@@ -931,8 +931,14 @@ class Soak:
         max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         self.memory.append((rss_mb(), max_rss, self.traced_peak))
         if self.args.verbose:
+            # The database's size a day at a time shows when pruning reaches a steady state.
+            db_mb = await self.storage.db.size_bytes() / 2**20
+            free_mb = int(await self.storage.db.fetchval("PRAGMA freelist_count")) * int(
+                await self.storage.db.fetchval("PRAGMA page_size")) / 2**20
+            papers = await self.storage.papers.count()
             print(f"day {day + 1:2d} {midnight:%a %Y-%m-%d}: {self.messages:,} messages so far, "
-                  f"RSS {self.memory[-1][0]:.0f} MB", flush=True)
+                  f"RSS {self.memory[-1][0]:.0f} MB, database {db_mb:.1f} MB "
+                  f"({free_mb:.1f} MB free pages), {papers:,} papers", flush=True)
 
 
 async def run(args: argparse.Namespace) -> int:
