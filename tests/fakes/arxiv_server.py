@@ -8,6 +8,12 @@ and a bot started as a subprocess can both talk to it:
         server.fail_next(503, times=2)
         ...  # point ARXIV_RSS_URL at server.rss_url, ARXIV_API_URL at server.api_url
         assert [r.status for r in server.requests] == [503, 503, 200]
+
+An arXiv that hangs until the test has seen what happens meanwhile:
+
+        release = server.hold_next(path="/api")
+        ...  # wait for `server.held`, look around
+        release.set()  # the held request is answered normally
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ class _Fault:
     body: bytes | None
     path: str | None
     content_type: str
+    hold: threading.Event | None = None  # set: the held request goes on (after `delay`)
 
 
 @dataclass(slots=True)
@@ -83,6 +90,8 @@ class _State:
     api_raw: dict[str, _Resource] = field(default_factory=dict)
     api_default: _Resource | None = None
     faults: deque[_Fault] = field(default_factory=deque)
+    holds: list[threading.Event] = field(default_factory=list)  # every `hold_next` event
+    held: int = 0  # requests hanging on one right now
     log: list[RecordedRequest] = field(default_factory=list)
 
 
@@ -188,6 +197,34 @@ class FakeArxivServer(LoopbackServer):
         """The next `times` requests answer normally, but only after `seconds`."""
         self.fail_next(None, times, delay=seconds, path=path)
 
+    def hold_next(self, times: int = 1, *, path: str | None = None) -> threading.Event:
+        """The next `times` requests (under `path`) hang until the returned event is set, then
+        answer normally: an arXiv that hangs for exactly as long as a test needs. A forgotten
+        event lets them go after MAX_DELAY, and so does `stop()`."""
+        if times < 0 or times > MAX_FAULTS:
+            raise ValueError(f"times must be within 0..{MAX_FAULTS}")
+        release = threading.Event()
+        fault = _Fault(status=None, retry_after=None, delay=0.0, body=None, path=path,
+                       content_type="", hold=release)
+        with self._lock:
+            self._state.faults.extend([fault] * times)
+            self._state.holds.append(release)
+        return release
+
+    @property
+    def held(self) -> int:
+        """Requests hanging on a `hold_next` event now (they have arrived, unanswered)."""
+        with self._lock:
+            return self._state.held
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            holds = list(self._state.holds)
+        for release in holds:
+            release.set()
+        super().stop()
+
     def clear_faults(self) -> None:
         with self._lock:
             self._state.faults.clear()
@@ -213,6 +250,17 @@ class FakeArxivServer(LoopbackServer):
                     del self._state.faults[index]
                     return fault
         return None
+
+    def _hold(self, release: threading.Event) -> bool:
+        """Hang until `release` is set; False if the server is stopping meanwhile."""
+        with self._lock:
+            self._state.held += 1
+        try:
+            release.wait(MAX_DELAY)
+        finally:
+            with self._lock:
+                self._state.held -= 1
+        return not self._stopping.is_set()
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -277,7 +325,9 @@ def _make_handler(server: FakeArxivServer) -> type[BaseHTTPRequestHandler]:
             query = parse_qs(split.query, keep_blank_values=True)
             headers = {name.lower(): value for name, value in self.headers.items()}
             fault = server._take_fault(path)
-            if fault is not None and fault.delay and server._stopping.wait(fault.delay):
+            if fault is not None and ((fault.hold is not None and not server._hold(fault.hold))
+                                      or (fault.delay and server._stopping.wait(fault.delay))):
+                self.close_connection = True  # stopping: the client sees the connection end
                 return
             if fault is not None and fault.status is not None:
                 status = fault.status
