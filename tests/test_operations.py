@@ -336,3 +336,70 @@ def test_sigterm_lets_sends_in_flight_be_recorded_so_none_repeats(
     assert statuses.get("sent", 0) == accepted, (
         f"Telegram accepted {accepted} alerts but {statuses} were recorded: "
         "the unrecorded ones would be sent again at the next start")
+
+
+SLOW_CHAT, OTHER_CHAT = 8001, 8002
+
+
+def test_the_process_answers_another_chat_while_paper_waits_on_a_hanging_arxiv(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
+    bots: list[BotProcess],
+) -> None:
+    paper = make_paper(7)
+    fake_arxiv.set_feed(None, rss_feed([], names=("cs",)))
+    fake_arxiv.set_api_papers([paper])
+    # arXiv hangs on the look-up until the other chat has its answer; then it answers within
+    # the interactive timeout, so the chat gets the card (the timeout's "arXiv is slow right
+    # now" reply is tested in-process: waiting out 8 s here would only slow the suite).
+    release = fake_arxiv.hold_next(path="/api")
+    bot = BotProcess(tmp_path, bot_settings(fake_telegram.api_url, fake_telegram.token,
+                                            fake_arxiv, tmp_path, LOG_LEVEL="INFO"))
+    bots.append(bot)
+    fake_telegram.wait_for_sync(lambda: fake_telegram.waiting_polls > 0, timeout=30,
+                                what="the bot to start long polling")
+    fake_telegram.send_command(SLOW_CHAT, f"/paper {paper.arxiv_id}")
+    fake_telegram.wait_for_sync(lambda: fake_arxiv.held == 1, timeout=15,
+                                what="the look-up to reach arXiv and hang there")
+    fake_telegram.send_command(OTHER_CHAT, "/start")
+    (welcome,) = fake_telegram.wait_for_sync(lambda: fake_telegram.messages(OTHER_CHAT),
+                                             timeout=15, what="the other chat's answer")
+    assert "/follow" in welcome.text
+    # At most the look-up's progress note: no card, and no "arXiv is slow" either (a bot
+    # serving chats one at a time answers the other chat only after the look-up times out).
+    answers = [m.text for m in fake_telegram.messages(SLOW_CHAT) if "Looking up" not in m.text]
+    assert answers == [], "the other chat was answered only after the look-up"
+    release.set()
+
+    def card() -> list[str]:
+        return [m.text for m in fake_telegram.messages(SLOW_CHAT) if paper.title in m.text]
+
+    (text,) = fake_telegram.wait_for_sync(card, timeout=15, what="the card once arXiv answers")
+    assert paper.arxiv_id in text
+    assert [r.status for r in fake_arxiv.requests if r.path == "/api/query"] == [200]
+    assert bot.terminate_and_wait() == 0, bot.stderr
+
+
+def test_a_stop_that_cannot_finish_is_cut_off_with_exit_1_and_one_line(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
+    bots: list[BotProcess],
+) -> None:
+    """Telegram answers getMe, then fails every deleteWebhook: PTB retries that start-up step
+    without end (`bootstrap_retries=-1`) and no stop signal reaches its loop, so only the
+    watchdog can end the process, before a container's 10 s stop timeout kills it."""
+    fake_telegram.fail_next("deleteWebhook", 500, times=1000)
+    bot = BotProcess(tmp_path, bot_settings(fake_telegram.api_url, fake_telegram.token,
+                                            fake_arxiv, tmp_path, LOG_LEVEL="INFO"))
+    bots.append(bot)
+    fake_telegram.wait_for_sync(lambda: fake_telegram.calls_of("deleteWebhook"), timeout=30,
+                                what="the bot's first try to delete the webhook")
+    assert bot.process.poll() is None, bot.stderr
+    assert bot.terminate_and_wait(timeout=STOP_TIMEOUT + 5) == 1, bot.stderr
+    after_the_signal = bot.stderr.split("stopping (SIGTERM)", 1)[1].strip().splitlines()
+    assert len(after_the_signal) == 1, after_the_signal
+    assert "ERROR bot.runner: stopping took longer than 9.5 s; exiting now" in after_the_signal[0]
+    assert bot.stdout == ""
+    connection = sqlite3.connect(tmp_path / "data" / "bot.sqlite3")
+    try:
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        connection.close()
