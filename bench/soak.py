@@ -45,6 +45,7 @@ import contextlib
 import dataclasses
 import logging
 import multiprocessing
+import os
 import random
 import re
 import resource
@@ -756,6 +757,7 @@ class Soak:
         self.messages = 0
         self.pruned = [0, 0]
         self.memory: list[tuple[float, float, float | None]] = []  # rss, max rss, traced peak
+        self.loads: list[float] = []  # the 1-minute load average at the end of each day
 
     async def setup(self, arxiv: FakeArxivServer) -> None:
         self.arxiv = arxiv
@@ -930,6 +932,7 @@ class Soak:
         self.harvest()
         max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         self.memory.append((rss_mb(), max_rss, self.traced_peak))
+        self.loads.append(os.getloadavg()[0])
         if self.args.verbose:
             # The database's size a day at a time shows when pruning reaches a steady state.
             db_mb = await self.storage.db.size_bytes() / 2**20
@@ -1038,6 +1041,9 @@ def report(soak: Soak, args: argparse.Namespace, checked: dict[str, Any],
     if counting.counts:
         print("bot warnings/errors: " + "; ".join(
             f"{n}x {k}" for k, n in counting.counts.most_common(6)))
+    print(f"load average (1 min) at the end of each day: {min(soak.loads):.1f}-"
+          f"{max(soak.loads):.1f}, mean {sum(soak.loads) / len(soak.loads):.1f} "
+          f"({os.cpu_count()} cores; the wall time below grows with it)")
     print(f"wall time: {wall:.0f} s (set-up {setup_seconds:.0f} s; "
           + ", ".join(f"{k} {v:.0f} s" for k, v in soak.seconds.most_common())
           + f"; bench's feeds and expectation {checked['seconds']:.0f} s in a child process)")
