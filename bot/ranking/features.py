@@ -11,12 +11,15 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from bot.models import Paper
+
+if TYPE_CHECKING:
+    from sklearn.feature_extraction.text import TfidfVectorizer
 
 MAX_FEATURES = 20_000  # words and bigrams kept: enough for a field's vocabulary, small to store
 MIN_DOCUMENT_FREQUENCY = 2  # a term seen in one paper only says nothing about a second one
@@ -75,6 +78,10 @@ class Vocabulary:
 
 
 def _vectorizer(min_df: int) -> TfidfVectorizer:
+    # Imported when first needed: scikit-learn costs about a second of CPU to import, which
+    # every start-up and every operator command would pay before any chat has a model.
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     return TfidfVectorizer(
         lowercase=True, strip_accents="unicode", stop_words="english", ngram_range=(1, 2),
         min_df=min_df, max_df=0.5, max_features=MAX_FEATURES, sublinear_tf=True,

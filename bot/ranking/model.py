@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from sklearn.svm import LinearSVC
 
 from bot.ranking.features import Vocabulary
 
@@ -101,6 +100,8 @@ def train(vocabulary: Vocabulary, labels: ChatLabels, vectors: Mapping[str, int]
         return None  # nothing to contrast the positives with
     y = np.zeros(len(rows), dtype=np.int8)
     y[: len(positive_rows)] = 1
+    from sklearn.svm import LinearSVC  # imported when first needed, as in features.py
+
     svm = LinearSVC(C=SVM_C, class_weight="balanced", tol=1e-6, max_iter=10_000)
     svm.fit(matrix[rows], y)
     weights = sparse.csr_matrix(svm.coef_.astype(np.float32))
