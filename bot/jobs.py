@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 
 OUTBOX_RETENTION_DAYS = 30
 PAPER_RETENTION_DAYS = 90  # far beyond /stats' 7 days and /follow's 7-day preview
+# Where each paper's first alert went, for threading its revisions: they often come months
+# after v1, so a year (one small row per paper a chat was alerted to on its own).
+THREAD_RETENTION_DAYS = 365
 
 
 Job = Callable[[BotContext], Awaitable[None]]
@@ -148,6 +151,7 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
     if expired:
         log.info("%d alerts held for chats that blocked the bot expired", expired)
     alerts = await storage.outbox.prune(now - OUTBOX_RETENTION_DAYS * 86400)
+    await storage.outbox.prune_threads(now - THREAD_RETENTION_DAYS * 86400)
     papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * 86400)
     await storage.guides.prune(now - PAPER_RETENTION_DAYS * 86400)
     await storage.community.prune(now - PAPER_RETENTION_DAYS * 86400)

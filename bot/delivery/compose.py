@@ -39,6 +39,10 @@ class Outgoing:
 
     rows: tuple[OutboxRow, ...]
     message: RenderedMessage
+    # One alert on its own, not in a digest: the first such message of a paper starts its
+    # thread, and a later version's alert replies to it (`reply_to`), so it reads v1 → v2 → v3.
+    alone: bool = False
+    reply_to: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,8 @@ async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow]
     lists the most relevant first when `relevance` scores them for the chat."""
     if digest_run or len(rows) > DIGEST_THRESHOLD:
         return await _digest(store, chat, rows, relevance)
+    threads = await store.outbox.thread_starts(
+        chat.id, (r.alert.arxiv_id for r in rows if r.alert.kind == AlertKind.REVISION))
     messages, missing = [], []
     for row in rows:
         paper = await load_paper(store, row.alert.arxiv_id, row.alert.version)
@@ -102,7 +108,8 @@ async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow]
             missing.append(row)
             continue
         message = await alert_message(store, chat.id, chat.language, paper, row, guide=guide)
-        messages.append(Outgoing((row,), message))
+        messages.append(Outgoing((row,), message, alone=True,
+                                 reply_to=threads.get(row.alert.arxiv_id)))
     return Composition(messages, missing, digest=False)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from telegram import Bot, LinkPreviewOptions
+from telegram import Bot, LinkPreviewOptions, ReplyParameters
 from telegram.constants import MessageLimit, ParseMode
 from telegram.error import (
     BadRequest,
@@ -347,7 +347,7 @@ class Sender:
         now = self._clock.now()
         match outcome:
             case Sent(message_id):
-                await outbox.mark_sent(row_ids, message_id, now)
+                await outbox.mark_sent(row_ids, message_id, now, alone=outgoing.alone)
             case FloodWait(error=error) if waits >= MAX_RETRY_AFTER_WAITS:
                 outcome = Retry(error)
             case PlainText(error) if parse_mode is None:
@@ -371,10 +371,13 @@ class Sender:
 
     async def _request(self, chat_id: int, outgoing: Outgoing, text: str,
                        parse_mode: str | None) -> Outcome:
+        # A deleted original is no error: the revision then arrives on its own.
+        reply = None if outgoing.reply_to is None else ReplyParameters(
+            outgoing.reply_to, allow_sending_without_reply=True)
         try:
             message = await self._bot.send_message(
                 chat_id, text, parse_mode=parse_mode, reply_markup=outgoing.message.reply_markup,
-                link_preview_options=NO_PREVIEW, **self._paced,
+                link_preview_options=NO_PREVIEW, reply_parameters=reply, **self._paced,
             )
         except RetryAfter as exc:
             seconds = _seconds(exc.retry_after)

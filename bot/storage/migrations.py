@@ -380,6 +380,34 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         CREATE INDEX saved_saver ON saved(chat_id, saved_by);
         """,
     ),
+    (
+        12,
+        "alert threads: the message that first carried each paper, so revisions reply to it",
+        """
+        -- Per chat and forum topic (0: General, or a chat without topics), the first message
+        -- that showed a paper on its own (not in a digest). A revision is sent as a reply to
+        -- it. Kept apart from the outbox, whose rows go after 30 days: revisions come later.
+        CREATE TABLE alert_threads (
+            chat_id    INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE
+                                                     ON UPDATE CASCADE,
+            topic_id   INTEGER NOT NULL DEFAULT 0,
+            arxiv_id   TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            sent_at    REAL NOT NULL,
+            PRIMARY KEY (chat_id, topic_id, arxiv_id)
+        );
+        CREATE INDEX alert_threads_sent ON alert_threads(sent_at);
+        -- The alerts still in the outbox that went on their own (no other row shares their
+        -- message), oldest first: the first one of each paper starts its thread.
+        INSERT OR IGNORE INTO alert_threads (chat_id, topic_id, arxiv_id, message_id, sent_at)
+            SELECT o.chat_id, 0, o.arxiv_id, o.message_id, COALESCE(o.sent_at, o.created_at)
+            FROM outbox o
+            WHERE o.status = 'sent' AND o.message_id IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM outbox d WHERE d.chat_id = o.chat_id
+                              AND d.message_id = o.message_id AND d.id != o.id)
+            ORDER BY o.id;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -162,10 +162,34 @@ class OutboxRepository:
             "UPDATE outbox SET status = 'pending', claimed_at = NULL WHERE status = 'sending'"
         )
 
-    async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float) -> None:
-        await self._set_claimed(
-            row_ids, "status = 'sent', message_id = ?, sent_at = ?, claimed_at = NULL, "
-                     "attempts = attempts + 1, last_error = NULL", (message_id, now))
+    async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
+                        alone: bool = False) -> None:
+        """Telegram accepted the message. One alert sent `alone` (not in a digest) starts its
+        paper's thread in the chat, unless an earlier message did."""
+        async with self._db.transaction() as conn:
+            await self._set_claimed_in(
+                conn, row_ids, "status = 'sent', message_id = ?, sent_at = ?, claimed_at = NULL, "
+                               "attempts = attempts + 1, last_error = NULL", (message_id, now))
+            if alone and len(row_ids) == 1:
+                await conn.execute(
+                    "INSERT OR IGNORE INTO alert_threads (chat_id, topic_id, arxiv_id, "
+                    "message_id, sent_at) SELECT chat_id, 0, arxiv_id, ?, ? FROM outbox "
+                    "WHERE id = ?", (message_id, now, row_ids[0]))
+
+    async def thread_starts(self, chat_id: int, arxiv_ids: Iterable[str]) -> dict[str, int]:
+        """The message that first showed each of these papers on its own in the chat, by id:
+        what a revision replies to. Papers never shown alone there are left out."""
+        starts: dict[str, int] = {}
+        for chunk, marks in in_chunks(list(dict.fromkeys(arxiv_ids))):
+            rows = await self._db.fetchall(
+                f"SELECT arxiv_id, message_id FROM alert_threads WHERE chat_id = ? "
+                f"AND topic_id = 0 AND arxiv_id IN ({marks})", (chat_id, *chunk))
+            starts.update({r["arxiv_id"]: r["message_id"] for r in rows})
+        return starts
+
+    async def prune_threads(self, before: float) -> int:
+        """Forget where papers first went that were first sent before `before`."""
+        return await self._db.execute("DELETE FROM alert_threads WHERE sent_at < ?", (before,))
 
     async def retry_later(self, row_ids: Sequence[int], due_at: float, error: str,
                           max_attempts: int) -> None:
@@ -185,12 +209,19 @@ class OutboxRepository:
                            params: Sequence[object] = (), *, only_sending: bool = False) -> None:
         # A claimed row held meanwhile (the chat blocked the bot) stays held, unless Telegram
         # accepted it after all (mark_sent) or it failed for good.
-        where = " AND status = 'sending'" if only_sending else ""
         async with self._db.transaction() as conn:
-            for chunk, marks in in_chunks(row_ids):
-                await conn.execute(
-                    f"UPDATE outbox SET {assignments} WHERE id IN ({marks}){where}",
-                    (*params, *chunk))
+            await self._set_claimed_in(conn, row_ids, assignments, params,
+                                       only_sending=only_sending)
+
+    @staticmethod
+    async def _set_claimed_in(conn: aiosqlite.Connection, row_ids: Sequence[int],
+                              assignments: str, params: Sequence[object] = (), *,
+                              only_sending: bool = False) -> None:
+        where = " AND status = 'sending'" if only_sending else ""
+        for chunk, marks in in_chunks(row_ids):
+            await conn.execute(
+                f"UPDATE outbox SET {assignments} WHERE id IN ({marks}){where}",
+                (*params, *chunk))
 
     async def by_message(self, chat_id: int, message_id: int) -> OutboxRow | None:
         """The alert behind a message the bot sent (for re-rendering on a button press)."""
