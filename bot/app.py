@@ -37,6 +37,7 @@ from bot.handlers import (
     library,
     overview,
     subscriptions,
+    topics,
     trending,
 )
 from bot.handlers import settings as chat_settings
@@ -69,6 +70,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("follow", _("Follow a category, author, keyword or query")),
     ("list", _("Your subscriptions")),
     ("unfollow", _("Remove a subscription")),
+    ("move", _("In a forum topic: send a subscription's alerts here")),
     ("saved", _("Your saved papers")),
     ("export", _("Export saved papers as BibTeX")),
     ("paper", _("Look up a paper by arXiv ID or link")),
@@ -126,6 +128,7 @@ async def _post_init(application: Application) -> None:
     services.sender = Sender(application.bot, services.storage, services.clock, services.pacer,
                              window=settings.send_window,
                              on_migrated=services.subscriptions.chat_migrated,
+                             on_topic_gone=services.subscriptions.topic_gone,
                              guides=services.guides is not None,
                              relevance=services.ranker.chat_scores)
     services.pipeline = Pipeline(settings, services.storage, services.arxiv,
@@ -155,7 +158,7 @@ async def set_command_menus(application: Application) -> None:
     extra = tuple(command for command, on in ((GUIDE_COMMAND, services.guides is not None),
                                               (TRENDING_COMMAND, services.community is not None))
                   if on)
-    menu = (*COMMANDS[:6], *extra, *COMMANDS[6:])
+    menu = (*COMMANDS[:7], *extra, *COMMANDS[7:])
     try:
         for language in SUPPORTED_LANGUAGES:
             commands = [BotCommand(name, t(language, text)) for name, text in menu]
@@ -231,6 +234,7 @@ def build_application(
     application.add_handler(CommandHandler("follow", subscriptions.follow))
     application.add_handler(CommandHandler("unfollow", subscriptions.unfollow))
     application.add_handler(CommandHandler("list", subscriptions.list_subscriptions))
+    application.add_handler(CommandHandler("move", subscriptions.move))
     application.add_handler(CommandHandler("saved", library.saved))
     application.add_handler(CommandHandler("export", library.export))
     application.add_handler(CommandHandler("paper", library.paper))
@@ -260,5 +264,10 @@ def build_application(
         & (filters.ChatType.PRIVATE | filters.CaptionRegex(imports.IMPORT_CAPTION)),
         imports.on_document,
     ))
+    # Group 1, after any command: forum topics' names, from their service messages and from
+    # every message inside a topic.
+    application.add_handler(MessageHandler(
+        filters.StatusUpdate.FORUM_TOPIC_CREATED | filters.StatusUpdate.FORUM_TOPIC_EDITED
+        | filters.IS_TOPIC_MESSAGE, topics.remember_topic), group=1)
     application.add_error_handler(basic.on_error)
     return application

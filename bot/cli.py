@@ -73,7 +73,8 @@ async def poll_once_cli(settings: Settings, *, dry_run: bool) -> int:
             async with Bot(settings.telegram_bot_token,
                            base_url=f"{settings.telegram_api_url}/bot") as bot:
                 drained = await Sender(bot, storage, clock, window=settings.send_window,
-                                       on_migrated=subscriptions.chat_migrated).drain()
+                                       on_migrated=subscriptions.chat_migrated,
+                                       on_topic_gone=subscriptions.topic_gone).drain()
             print(f"sent {drained.sent} alert(s), {drained.digests} digest(s), "
                   f"{drained.failed} failed, {drained.retried} to retry")
         else:

@@ -137,6 +137,10 @@ class PaperChange:
     previous: Paper | None = None  # the version stored before, for revision diffs
 
 
+# A forum topic is named by its message_thread_id; General (and a chat without topics) by 0.
+GENERAL = 0
+
+
 @dataclass(frozen=True, slots=True)
 class Subscription:
     """One `/follow` query of one chat."""
@@ -146,6 +150,7 @@ class Subscription:
     query: str  # canonical text form: what duplicates are found by
     number: int = 0  # position shown to the chat in /list (1-based)
     typed: str = ""  # as the user typed it (trimmed, whitespace collapsed): what the chat sees
+    topic_id: int = GENERAL  # the forum topic its alerts go to
 
     @property
     def display(self) -> str:
@@ -208,6 +213,7 @@ class Alert:
     subscription_ids: tuple[int, ...] = ()
     matched_queries: tuple[str, ...] = ()
     saved_revision: bool = False
+    topic_id: int = GENERAL  # the forum topic it goes to: one alert per topic that matched
 
 
 @dataclass(frozen=True, slots=True)

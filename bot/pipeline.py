@@ -31,6 +31,7 @@ from bot.freshness import (
 )
 from bot.freshness import filled as fill_from_listing
 from bot.models import (
+    GENERAL,
     Alert,
     AlertKind,
     FeedState,
@@ -315,41 +316,58 @@ class Pipeline:
                  for c in fresh}
         revised = {c.paper.arxiv_id: c.paper for c in fresh if c.status == "revised"}
         savers = await self._store.saved.chats_saving_in(conn, revised) if revised else {}
+        saved_topics = await self._store.outbox.first_topics_in(conn, savers) if savers else {}
         subscriptions = self._subscriptions
 
         def match() -> list[Alert]:
             # Seconds of CPU for a big batch: run in a worker thread (`in_worker`), so that
             # chats' commands are answered meanwhile.
             matches = subscriptions.matcher.match([c.paper for c in fresh])
-            by_key: dict[tuple[int, str], Alert] = {}
+            topics = subscriptions.topics  # only subscriptions bound to a forum topic
+            by_key: dict[tuple[int, int, str], Alert] = {}
             for chat_id, chat_matches in matches.items():
                 if chat_id in blocked:
                     continue
                 for match in chat_matches:
                     paper = match.paper
-                    queries = tuple(
-                        q for q in (subscriptions.query_text(s) for s in match.subscription_ids)
-                        if q is not None
-                    )
-                    by_key[(chat_id, paper.arxiv_id)] = Alert(
-                        chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
-                        match.subscription_ids, queries,
-                    )
+                    for topic_id, sub_ids in _by_topic(match.subscription_ids, topics):
+                        queries = tuple(
+                            q for q in (subscriptions.query_text(s) for s in sub_ids)
+                            if q is not None
+                        )
+                        by_key[(chat_id, topic_id, paper.arxiv_id)] = Alert(
+                            chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
+                            sub_ids, queries, topic_id=topic_id,
+                        )
             for arxiv_id, chat_ids in savers.items():
                 paper = revised[arxiv_id]
                 for chat_id in chat_ids:
                     if chat_id in blocked:
                         continue
-                    existing = by_key.get((chat_id, arxiv_id))
-                    by_key[(chat_id, arxiv_id)] = Alert(
+                    # Where the paper's thread is: the topic of its first alert.
+                    topic_id = saved_topics.get((chat_id, arxiv_id), GENERAL)
+                    existing = by_key.get((chat_id, topic_id, arxiv_id))
+                    by_key[(chat_id, topic_id, arxiv_id)] = Alert(
                         chat_id, arxiv_id, paper.version, AlertKind.REVISION,
                         existing.subscription_ids if existing else (),
                         existing.matched_queries if existing else (),
-                        saved_revision=True,
+                        saved_revision=True, topic_id=topic_id,
                     )
             return list(by_key.values())
 
         return await subscriptions.in_worker(match)
+
+
+def _by_topic(sub_ids: tuple[int, ...], topics: dict[int, int]
+              ) -> list[tuple[int, tuple[int, ...]]]:
+    """A match's subscriptions grouped by the forum topic each is bound to: one alert per
+    topic. Most chats have no topics, and then it is one group, at no cost."""
+    if not topics or not any(s in topics for s in sub_ids):
+        return [(GENERAL, sub_ids)]
+    groups: dict[int, list[int]] = {}
+    for sub_id in sub_ids:
+        groups.setdefault(topics.get(sub_id, GENERAL), []).append(sub_id)
+    return [(topic_id, tuple(ids)) for topic_id, ids in groups.items()]
 
 
 def _revised_versions(alerts: Iterable[Alert]) -> dict[tuple[str, int], None]:

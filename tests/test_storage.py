@@ -115,6 +115,32 @@ async def test_outbox_takes_each_version_once_per_chat(store: Storage) -> None:
     assert (await store.outbox.by_message(42, 7)).alert == alert
 
 
+async def test_each_forum_topic_takes_a_version_once_and_a_gone_topic_never_doubles_general(
+        store: Storage) -> None:
+    forum, topic = -1001500000001, 17
+    await store.chats.record(forum, "supergroup", "Lab", "en", NOW)
+    await store.papers.upsert_many([paper(), paper("2611.11451")], NOW)
+    await store.subscriptions.add(forum, "cat:cs.LG", "cs.LG", NOW, topic_id=topic)
+    await store.topics.remember(forum, topic, "Methods")
+    both = [Alert(forum, "2611.11450", 1, "new"), Alert(forum, "2611.11450", 1, "new",
+                                                        topic_id=topic)]
+    assert await store.outbox.enqueue(both, NOW) == 2
+    assert await store.outbox.enqueue(both, NOW + 1) == 0
+    assert await store.outbox.enqueue([Alert(forum, "2611.11451", 1, "new", topic_id=topic)],
+                                      NOW + 2) == 1
+
+    fallback = await store.topics.fall_back(forum, topic)
+
+    assert (fallback.name, fallback.queries, fallback.moved) == ("Methods", ("cs.LG",), 1)
+    pending = await store.outbox.pending_for_chat(forum)
+    assert sorted((r.alert.topic_id, r.alert.arxiv_id) for r in pending) == [
+        (0, "2611.11450"), (0, "2611.11451")], "General had the first already: not doubled"
+    [sub] = await store.subscriptions.for_chat(forum)
+    assert sub.topic_id == 0
+    again = await store.topics.fall_back(forum, topic)
+    assert (again.queries, again.moved) == ((), 0), "a second refusal finds nothing bound"
+
+
 async def test_a_blocked_chat_has_its_alerts_held_until_it_writes_again(store: Storage) -> None:
     await store.chats.record(42, "private", "Ada", "en", NOW)
     await store.chats.mark_inactive(42, "blocked", NOW)

@@ -7,7 +7,7 @@ digest) and for the buttons (the same alert redrawn, expanded or collapsed). No 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.delivery.callbacks import DigestMore
 from bot.delivery.diff import describe_changes
@@ -18,7 +18,7 @@ from bot.delivery.render import (
     render_digest,
     with_more,
 )
-from bot.models import AlertKind, Paper
+from bot.models import GENERAL, AlertKind, Paper
 from bot.storage import Storage
 from bot.storage.chats import Chat
 from bot.storage.outbox import OutboxRow
@@ -39,6 +39,7 @@ class Outgoing:
 
     rows: tuple[OutboxRow, ...]
     message: RenderedMessage
+    topic_id: int = GENERAL  # the forum topic it goes to (its rows all share it)
     # One alert on its own, not in a digest: the first such message of a paper starts its
     # thread, and a later version's alert replies to it (`reply_to`), so it reads v1 → v2 → v3.
     alone: bool = False
@@ -94,13 +95,32 @@ async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
 async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow], *,
                            digest_run: bool = False, guide: bool = False,
                            relevance: Relevance | None = None) -> Composition:
-    """The messages for a chat's pending rows: one alert each, or a digest when there are more
-    than DIGEST_THRESHOLD of them or the chat's daily digest is due (`digest_run`). A digest
-    lists the most relevant first when `relevance` scores them for the chat."""
-    if digest_run or len(rows) > DIGEST_THRESHOLD:
-        return await _digest(store, chat, rows, relevance)
+    """The messages for a chat's pending rows, topic by topic (a forum's topics each get their
+    own): one alert each, or a digest when a topic has more than DIGEST_THRESHOLD of them or
+    the chat's daily digest is due (`digest_run`). A digest lists the most relevant first when
+    `relevance` scores them for the chat."""
+    by_topic: dict[int, list[OutboxRow]] = {}
+    for row in rows:
+        by_topic.setdefault(row.alert.topic_id, []).append(row)
+    messages, missing, digest = [], [], False
+    for topic_id, topic_rows in by_topic.items():
+        if digest_run or len(topic_rows) > DIGEST_THRESHOLD:
+            part = await _digest(store, chat, topic_rows, relevance)
+        else:
+            part = await _alerts(store, chat, topic_rows, guide)
+        messages += [replace(m, topic_id=topic_id) for m in part.messages]
+        missing += part.missing
+        digest = digest or (part.digest and bool(part.messages))
+    return Composition(messages, missing, digest)
+
+
+async def _alerts(store: Storage, chat: Chat, rows: Sequence[OutboxRow],
+                  guide: bool) -> Composition:
+    """One message per row (all of one topic); a revision replies to its paper's thread."""
+    topic_id = rows[0].alert.topic_id if rows else GENERAL
     threads = await store.outbox.thread_starts(
-        chat.id, (r.alert.arxiv_id for r in rows if r.alert.kind == AlertKind.REVISION))
+        chat.id, topic_id,
+        (r.alert.arxiv_id for r in rows if r.alert.kind == AlertKind.REVISION))
     messages, missing = [], []
     for row in rows:
         paper = await load_paper(store, row.alert.arxiv_id, row.alert.version)

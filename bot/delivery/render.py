@@ -30,7 +30,7 @@ from bot.delivery.callbacks import (
 from bot.delivery.diff import PaperDiff
 from bot.delivery.latex import clean_text, has_latex, latex_to_unicode
 from bot.i18n import t, tn
-from bot.models import AlertKind, ArxivId, CommunityPick, Feedback, Paper
+from bot.models import GENERAL, AlertKind, ArxivId, CommunityPick, Feedback, Paper
 
 log = logging.getLogger(__name__)
 
@@ -659,3 +659,25 @@ def _digest_button(number: int, entry: DigestEntry, lang: str) -> InlineKeyboard
         # A label-only button keeps the numbering intact for a paper we cannot address.
         return InlineKeyboardButton(str(number), url=entry.paper.abs_url)
     return _save_button(ToggleSave(paper_id, number), entry.saved, lang)
+
+
+def topic_label(name: str | None, topic_id: int, lang: str) -> str:
+    """A forum topic as the chat knows it (HTML): its name, "General", or "topic #id" when its
+    name was never learnt."""
+    if topic_id == GENERAL:
+        return _esc(t(lang, "General"))
+    return _esc(name) if name else _esc(t(lang, "topic #{id}", id=topic_id))
+
+
+def render_topic_fallback(topic: str, queries: Sequence[str], lang: str,
+                          shown: int = 10) -> str:
+    """The one notice after a topic was deleted or closed: its subscriptions post in General
+    now. `topic` is HTML (from `topic_label`)."""
+    listed = ", ".join(f"<code>{_clip(q, 60)}</code>" for q in queries[:shown])
+    if len(queries) > shown:
+        listed += f" +{len(queries) - shown}"
+    return "⚠️ " + t(
+        lang, "Telegram no longer takes messages in the topic {topic} (deleted or closed), so "
+        "its alerts come here to General from now on: {queries}. To bind a subscription to a "
+        "topic again, send /move with its number from /list inside that topic.",
+        topic=topic, queries=listed)

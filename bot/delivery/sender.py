@@ -27,6 +27,7 @@ from telegram.ext import ExtBot
 from bot.clock import Clock
 from bot.delivery.compose import Outgoing, Relevance, compose_for_chat
 from bot.delivery.pacing import OVERALL_PER_SECOND, Pacer
+from bot.delivery.render import render_topic_fallback, topic_label
 from bot.models import DeliveryMode
 from bot.storage import Storage
 from bot.storage.chats import Chat
@@ -44,6 +45,7 @@ WORKERS = 40  # chats served at once, at least; enough to keep the overall pace 
 # server (about 0.5 s), so that even then the window is not what limits the pace.
 P99_ROUND_TRIP = 0.5
 DEFAULT_SEND_WINDOW = math.ceil(OVERALL_PER_SECOND * P99_ROUND_TRIP)
+TOPIC_ROUNDS = 4  # rounds of one chat's delivery in a drain while its forum topics fall back
 STOP_TIMEOUT = 5.0  # how long stop() lets requests in flight be answered and recorded
 NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
@@ -91,6 +93,13 @@ class PlainText:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicGone:
+    """The forum topic was deleted or closed: Telegram did not take the message."""
+
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class NotClaimed:
     """The rows were no longer pending (held meanwhile): nothing was sent."""
 
@@ -100,7 +109,10 @@ class Stopped:
     """The sender is stopping: nothing was sent."""
 
 
-Outcome = Sent | Retry | Blocked | Failed | Migrated | FloodWait | PlainText | NotClaimed | Stopped
+Outcome = (Sent | Retry | Blocked | Failed | Migrated | FloodWait | PlainText | TopicGone
+           | NotClaimed | Stopped)
+# What Telegram answers a send into a deleted forum topic, and into a closed one.
+_TOPIC_GONE_ERRORS = ("message thread not found", "topic_closed", "topic_deleted")
 
 
 @dataclass
@@ -112,6 +124,8 @@ class DrainReport:
     retried: int = 0
     failed: int = 0
     blocked_chats: int = 0
+    # (chat, topic) of forum topics found deleted or closed: their alerts went to General.
+    topics_fallen_back: list[tuple[int, int]] = field(default_factory=list)
     retry_after_waits: int = 0
     overall_pauses: int = 0
     errors: list[str] = field(default_factory=list)
@@ -131,11 +145,13 @@ class Sender:
     def __init__(self, bot: Bot, storage: Storage, clock: Clock, pacer: Pacer | None = None, *,
                  window: int | None = None,
                  on_migrated: Callable[[int, int], Awaitable[object]] | None = None,
+                 on_topic_gone: Callable[[int, int], Awaitable[object]] | None = None,
                  guides: bool = False,
                  relevance: Relevance | None = None) -> None:
-        """`on_migrated(old_id, new_id)` runs after a group moved to a supergroup id, for
-        whatever keeps chat ids in memory (the subscription matcher). `window` None means
-        DEFAULT_SEND_WINDOW; `guides` adds the 🧠 Guide button to alerts."""
+        """`on_migrated(old_id, new_id)` runs after a group moved to a supergroup id, and
+        `on_topic_gone(chat_id, topic_id)` after a forum topic's subscriptions were bound to
+        General, for whatever keeps them in memory (the subscription matcher). `window` None
+        means DEFAULT_SEND_WINDOW; `guides` adds the 🧠 Guide button to alerts."""
         window = DEFAULT_SEND_WINDOW if window is None else window
         if window < 1:
             raise ValueError(f"the send window must be at least 1, got {window}")
@@ -144,6 +160,7 @@ class Sender:
         self._clock = clock
         self._pacer = pacer or Pacer()
         self._on_migrated = on_migrated
+        self._on_topic_gone = on_topic_gone
         self._guides = guides
         self._relevance = relevance  # orders a digest, most relevant first
         self._lock = asyncio.Lock()
@@ -244,6 +261,19 @@ class Sender:
                         "taken them, but cannot be asked: sending them again", uncertain)
 
     async def _deliver_chat(self, chat_id: int, report: DrainReport, digest_mode_run: bool) -> None:
+        # A forum topic found gone sends its alerts to General: they go in this same drain,
+        # in another round (a few at most; anything left waits for the next drain).
+        def fallen_back() -> int:
+            return sum(chat == chat_id for chat, _ in report.topics_fallen_back)
+
+        for _ in range(TOPIC_ROUNDS):
+            before = fallen_back()
+            await self._deliver_rows(chat_id, report, digest_mode_run)
+            if fallen_back() == before:
+                return
+
+    async def _deliver_rows(self, chat_id: int, report: DrainReport,
+                            digest_mode_run: bool) -> None:
         chat = await self._store.chats.get(chat_id)
         if chat is None or not chat.active or chat.paused:
             return
@@ -301,6 +331,8 @@ class Sender:
                     log.info("chat %s migrated to %s", chat.id, new_chat_id)
                     if self._on_migrated is not None:
                         await self._on_migrated(chat.id, new_chat_id)
+                case TopicGone(error):
+                    await self._fall_back(chat, outgoing.topic_id, error, report)
             return False  # retried later, held, migrated (the next drain sends to the new id),
             # or nothing sent (the rows were held meanwhile, or the sender is stopping)
 
@@ -359,6 +391,8 @@ class Sender:
             case Migrated(new_chat_id):
                 await outbox.unclaim(row_ids)
                 await self._store.chats.migrate_id(chat.id, new_chat_id)
+            case TopicGone():
+                await outbox.unclaim(row_ids)  # Telegram did not take it: General will
         match outcome:
             case Retry(error):
                 attempts = max(r.attempts for r in rows) + 1
@@ -369,6 +403,28 @@ class Sender:
                 await outbox.mark_failed(row_ids, error)
         return outcome
 
+    async def _fall_back(self, chat: Chat, topic_id: int, error: str,
+                         report: DrainReport) -> None:
+        """A forum topic took no more messages: bind its subscriptions and alerts to General,
+        and tell the chat there once (a later refusal finds nothing bound, and says nothing).
+        The notice is a courtesy: should it fail, the alerts still go to General."""
+        fallback = await self._store.topics.fall_back(chat.id, topic_id)
+        report.topics_fallen_back.append((chat.id, topic_id))
+        log.info("topic %s of chat %s is gone (%s): %d subscription(s) and %d alert(s) now go "
+                 "to General", topic_id, chat.id, error, len(fallback.queries), fallback.moved)
+        if self._on_topic_gone is not None:
+            await self._on_topic_gone(chat.id, topic_id)
+        if not fallback.queries:
+            return
+        label = topic_label(fallback.name, topic_id, chat.language)
+        try:
+            await self._bot.send_message(
+                chat.id, render_topic_fallback(label, fallback.queries, chat.language),
+                parse_mode=ParseMode.HTML, link_preview_options=NO_PREVIEW)
+        except TelegramError as exc:
+            log.warning("could not tell chat %s that topic %s is gone: %s", chat.id, topic_id,
+                        exc)
+
     async def _request(self, chat_id: int, outgoing: Outgoing, text: str,
                        parse_mode: str | None) -> Outcome:
         # A deleted original is no error: the revision then arrives on its own.
@@ -377,7 +433,8 @@ class Sender:
         try:
             message = await self._bot.send_message(
                 chat_id, text, parse_mode=parse_mode, reply_markup=outgoing.message.reply_markup,
-                link_preview_options=NO_PREVIEW, reply_parameters=reply, **self._paced,
+                link_preview_options=NO_PREVIEW, reply_parameters=reply,
+                message_thread_id=outgoing.topic_id or None, **self._paced,
             )
         except RetryAfter as exc:
             seconds = _seconds(exc.retry_after)
@@ -390,7 +447,10 @@ class Sender:
         except ChatMigrated as exc:
             return Migrated(exc.new_chat_id)
         except BadRequest as exc:
-            if "chat not found" in str(exc).lower():
+            reason = str(exc).lower()
+            if outgoing.topic_id and any(gone in reason for gone in _TOPIC_GONE_ERRORS):
+                return TopicGone(str(exc))
+            if "chat not found" in reason:
                 return Blocked(str(exc))
             return PlainText(str(exc))
         except NetworkError as exc:  # TimedOut included: it may have arrived; retry later

@@ -14,7 +14,7 @@ from telegram.error import BadRequest, TelegramError
 from bot import group_library
 from bot.handlers.context import BotContext
 from bot.i18n import language_from_telegram, t
-from bot.models import ArxivId, GroupMember
+from bot.models import GENERAL, ArxivId, GroupMember
 from bot.query.text import normalise_input
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,15 @@ async def reply(update: Update, context: BotContext, text: str, **kwargs: object
     if message is None:
         return
     await message.reply_text(text, **kwargs)  # type: ignore[arg-type]
+
+
+def topic_of(update: Update) -> int:
+    """The forum topic an update comes from (the topic of a pressed button's message), or
+    General's 0 (also in every chat without topics)."""
+    message = update.effective_message
+    if message is None or not message.is_topic_message or not message.message_thread_id:
+        return GENERAL
+    return message.message_thread_id
 
 
 def command_argument(update: Update) -> str:

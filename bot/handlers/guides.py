@@ -11,7 +11,7 @@ from bot.arxiv.lookups import TooManyLookups
 from bot.delivery import callbacks
 from bot.guides.render import render_failure, render_guide, render_refusal, render_writing
 from bot.guides.service import GuideService, Refusal
-from bot.handlers.common import quote, read_arxiv_id, reply
+from bot.handlers.common import quote, read_arxiv_id, reply, topic_of
 from bot.handlers.context import BotContext
 from bot.i18n import t
 from bot.models import ArxivId, Paper
@@ -82,12 +82,15 @@ async def _deliver(update: Update, context: BotContext, service: GuideService, p
     lang = context.lang
     chat_id = update.effective_chat.id
     bot = context.bot
-    # The message asked about may be gone by now: the guide then arrives on its own.
+    # The message asked about may be gone by now: the guide then arrives on its own, still in
+    # the forum topic it was asked in.
+    topic = topic_of(update)
     reply_parameters = None if reply_to is None else ReplyParameters(
         reply_to.message_id, allow_sending_without_reply=True)
 
     async def send(text: str) -> Message:
-        return await bot.send_message(chat_id, text, reply_parameters=reply_parameters)
+        return await bot.send_message(chat_id, text, reply_parameters=reply_parameters,
+                                      message_thread_id=topic or None)
 
     cached = await service.cached(paper, lang)
     if cached is not None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 from bot.clock import Clock
-from bot.models import Paper, Subscription
+from bot.models import GENERAL, Paper, Subscription
 from bot.query.matcher import Matcher, freeze_long_lived
 from bot.query.parser import (
     And,
@@ -67,6 +68,9 @@ class SubscriptionService:
         self._clock = clock
         self.matcher = Matcher()
         self._live: dict[int, _Live] = {}  # by subscription id, exactly what the matcher holds
+        # The forum topic of each subscription bound to one (most are not): read by matching
+        # in the worker thread, so it changes only when the matcher does.
+        self.topics: dict[int, int] = {}
         # While a worker thread matches, the index must not change under it: changes wait.
         self._in_worker = 0
         self._deferred: list[Callable[[], None]] = []
@@ -75,6 +79,7 @@ class SubscriptionService:
         def track() -> None:
             self.matcher.add(sub.id, sub.chat_id, node)
             self._live[sub.id] = _Live(sub.chat_id, sub.display, node)
+            self._bind(sub.id, sub.topic_id)
 
         self._change(track)
 
@@ -82,8 +87,15 @@ class SubscriptionService:
         def untrack() -> None:
             self.matcher.remove(sub_id)
             self._live.pop(sub_id, None)
+            self.topics.pop(sub_id, None)
 
         self._change(untrack)
+
+    def _bind(self, sub_id: int, topic_id: int) -> None:
+        if topic_id == GENERAL:
+            self.topics.pop(sub_id, None)
+        else:
+            self.topics[sub_id] = topic_id
 
     def _change(self, change: Callable[[], None]) -> None:
         if self._in_worker:
@@ -113,6 +125,7 @@ class SubscriptionService:
     async def load(self) -> int:
         """Compile every stored subscription into the matcher (at start-up)."""
         self._live = {}
+        self.topics = {}
         for sub in await self._store.subscriptions.all():
             try:
                 node = parse(sub.query, max_length=None)  # canonical text may exceed 300
@@ -120,6 +133,7 @@ class SubscriptionService:
                 log.warning("subscription %s no longer parses (%s); skipped", sub.id, exc)
                 continue
             self._live[sub.id] = _Live(sub.chat_id, sub.display, node)
+            self._bind(sub.id, sub.topic_id)
         self.matcher = Matcher.build((sub_id, live.chat_id, live.node)
                                      for sub_id, live in self._live.items())
         log.info("matcher compiled with %d subscriptions", len(self._live))
@@ -136,8 +150,10 @@ class SubscriptionService:
         """Whether the index is big enough for the collector's passes over it to be felt."""
         return len(self._live) >= LARGE_INDEX
 
-    async def follow(self, chat_id: int, raw_query: str) -> FollowResult:
-        """Parse and add a query for a chat; duplicates and the 50-per-chat limit are refused.
+    async def follow(self, chat_id: int, raw_query: str,
+                     topic_id: int = GENERAL) -> FollowResult:
+        """Parse and add a query for a chat, its alerts bound for forum topic `topic_id`;
+        duplicates and the 50-per-chat limit are refused.
 
         The canonical form finds duplicates and drives matching; the chat sees what it typed
         (trimmed, whitespace collapsed), and a duplicate as it was typed the first time.
@@ -148,7 +164,7 @@ class SubscriptionService:
         except QueryError as exc:
             return FollowResult("invalid", error=exc)
         result = await self._store.subscriptions.add(chat_id, canonical(node), typed,
-                                                     self._clock.now())
+                                                     self._clock.now(), topic_id)
         if result.status != "added" or result.subscription is None:
             return FollowResult(result.status, result.subscription)
         self._track(result.subscription, node)
@@ -193,6 +209,31 @@ class SubscriptionService:
 
     async def for_chat(self, chat_id: int) -> list[Subscription]:
         return await self._store.subscriptions.for_chat(chat_id)
+
+    async def move(self, chat_id: int, number: int, topic_id: int) -> Subscription | None:
+        """Bind the chat's subscription shown as `number` in /list to forum topic `topic_id`
+        (General: 0); None if there is none. Alerts already queued stay where they were."""
+        subs = await self._store.subscriptions.for_chat(chat_id)
+        if not 1 <= number <= len(subs):
+            return None
+        sub = subs[number - 1]
+        if not await self._store.subscriptions.move(chat_id, sub.id, topic_id):
+            return None
+        self._change(lambda: self._bind(sub.id, topic_id))
+        return dataclasses.replace(sub, topic_id=topic_id)
+
+    async def topic_gone(self, chat_id: int, topic_id: int) -> None:
+        """A topic was deleted or closed, and storage bound its subscriptions to General: so
+        does the matcher."""
+        gone = {s.id for s in await self._store.subscriptions.for_chat(chat_id)
+                if s.topic_id == GENERAL}
+
+        def unbind() -> None:
+            for sub_id in gone:
+                if self.topics.get(sub_id) == topic_id:
+                    del self.topics[sub_id]
+
+        self._change(unbind)
 
     async def chat_migrated(self, old_id: int, new_id: int) -> None:
         """A group became a supergroup: its subscriptions now belong to the new id."""

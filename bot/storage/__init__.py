@@ -16,6 +16,7 @@ from bot.storage.rankings import RankingRepository
 from bot.storage.saved import SavedRepository
 from bot.storage.sources import SourceRepository
 from bot.storage.subscriptions import SubscriptionRepository
+from bot.storage.topics import TopicRepository
 
 
 class Storage:
@@ -34,6 +35,7 @@ class Storage:
         self.heartbeats = HeartbeatRepository(db)
         self.guides = GuideRepository(db)
         self.community = CommunityRepository(db)
+        self.topics = TopicRepository(db)
 
     @classmethod
     async def open(cls, path: Path | str) -> Storage:

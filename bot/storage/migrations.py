@@ -408,6 +408,64 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
             ORDER BY o.id;
         """,
     ),
+    (
+        13,
+        "forum topics: a subscription's topic, topic names, and one alert per topic",
+        """
+        -- Where a subscription's alerts go in a forum: its topic's message_thread_id, 0 for
+        -- General (and for every chat without topics).
+        ALTER TABLE subscriptions ADD COLUMN topic_id INTEGER NOT NULL DEFAULT 0;
+
+        -- Topic names as the service messages told them (forum_topic_created / _edited).
+        CREATE TABLE topics (
+            chat_id  INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE ON UPDATE CASCADE,
+            topic_id INTEGER NOT NULL,
+            name     TEXT NOT NULL,
+            PRIMARY KEY (chat_id, topic_id)
+        );
+
+        -- An alert per topic: the unique key gains the topic, so a paper version reaches each
+        -- topic of a chat at most once. SQLite cannot change a UNIQUE constraint in place:
+        -- rebuild the table, as migration 6 did.
+        CREATE TABLE outbox_new (
+            id               INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id          INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE
+                                                           ON UPDATE CASCADE,
+            topic_id         INTEGER NOT NULL DEFAULT 0,
+            arxiv_id         TEXT NOT NULL,
+            version          INTEGER NOT NULL,
+            kind             TEXT NOT NULL CHECK (kind IN ('new', 'revision')),
+            subscription_ids TEXT NOT NULL DEFAULT '[]',
+            matched_queries  TEXT NOT NULL DEFAULT '[]',
+            saved_revision   INTEGER NOT NULL DEFAULT 0,
+            status           TEXT NOT NULL DEFAULT 'pending'
+                             CHECK (status IN ('pending', 'sending', 'sent', 'failed', 'held',
+                                               'expired')),
+            created_at       REAL NOT NULL,
+            due_at           REAL NOT NULL,
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            last_error       TEXT,
+            message_id       INTEGER,
+            digest_id        INTEGER,
+            sent_at          REAL,
+            claimed_at       REAL,
+            UNIQUE (chat_id, topic_id, arxiv_id, version)
+        );
+        INSERT INTO outbox_new (id, chat_id, arxiv_id, version, kind, subscription_ids,
+                                matched_queries, saved_revision, status, created_at, due_at,
+                                attempts, last_error, message_id, digest_id, sent_at,
+                                claimed_at)
+            SELECT id, chat_id, arxiv_id, version, kind, subscription_ids, matched_queries,
+                   saved_revision, status, created_at, due_at, attempts, last_error,
+                   message_id, digest_id, sent_at, claimed_at
+            FROM outbox;
+        DROP TABLE outbox;
+        ALTER TABLE outbox_new RENAME TO outbox;
+        CREATE INDEX outbox_due ON outbox(status, due_at);
+        CREATE INDEX outbox_message ON outbox(chat_id, message_id);
+        CREATE INDEX outbox_created ON outbox(created_at);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

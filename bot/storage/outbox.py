@@ -41,6 +41,7 @@ def _row(row: sqlite3.Row) -> OutboxRow:
             subscription_ids=tuple(json.loads(row["subscription_ids"])),
             matched_queries=tuple(json.loads(row["matched_queries"])),
             saved_revision=bool(row["saved_revision"]),
+            topic_id=row["topic_id"],
         ),
         status=OutboxStatus(row["status"]),
         attempts=row["attempts"],
@@ -53,7 +54,7 @@ def _outbox_rows(alerts: Sequence[Alert], now: float, revisions_due: float) -> l
     return [
         (a.chat_id, a.arxiv_id, a.version, a.kind, json.dumps(list(a.subscription_ids)),
          json.dumps(list(a.matched_queries)), int(a.saved_revision), now,
-         revisions_due if a.kind == AlertKind.REVISION else now, a.chat_id)
+         revisions_due if a.kind == AlertKind.REVISION else now, a.topic_id, a.chat_id)
         for a in alerts
     ]
 
@@ -69,7 +70,8 @@ class OutboxRepository:
         conn: aiosqlite.Connection, alerts: Sequence[Alert], now: float,
         *, revisions_due_at: float | None = None,
     ) -> int:
-        """Store alerts inside the caller's transaction; a version already queued is skipped.
+        """Store alerts inside the caller's transaction; a version already queued for the
+        same chat and topic is skipped.
 
         Returns how many were new. Alerts for chats the bot has never seen are dropped by the
         foreign key check, so the caller passes only known chats. Revisions are due at
@@ -82,11 +84,11 @@ class OutboxRepository:
         await conn.executemany(
             """
             INSERT INTO outbox (chat_id, arxiv_id, version, kind, subscription_ids,
-                matched_queries, saved_revision, status, created_at, due_at)
+                matched_queries, saved_revision, status, created_at, due_at, topic_id)
             SELECT ?, ?, ?, ?, ?, ?, ?,
-                   CASE WHEN c.inactive_since IS NULL THEN 'pending' ELSE 'held' END, ?, ?
+                   CASE WHEN c.inactive_since IS NULL THEN 'pending' ELSE 'held' END, ?, ?, ?
             FROM chats c WHERE c.id = ?
-            ON CONFLICT (chat_id, arxiv_id, version) DO NOTHING
+            ON CONFLICT (chat_id, topic_id, arxiv_id, version) DO NOTHING
             """,
             rows,
         )
@@ -165,7 +167,7 @@ class OutboxRepository:
     async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
                         alone: bool = False) -> None:
         """Telegram accepted the message. One alert sent `alone` (not in a digest) starts its
-        paper's thread in the chat, unless an earlier message did."""
+        paper's thread in the chat's topic, unless an earlier message did."""
         async with self._db.transaction() as conn:
             await self._set_claimed_in(
                 conn, row_ids, "status = 'sent', message_id = ?, sent_at = ?, claimed_at = NULL, "
@@ -173,19 +175,34 @@ class OutboxRepository:
             if alone and len(row_ids) == 1:
                 await conn.execute(
                     "INSERT OR IGNORE INTO alert_threads (chat_id, topic_id, arxiv_id, "
-                    "message_id, sent_at) SELECT chat_id, 0, arxiv_id, ?, ? FROM outbox "
+                    "message_id, sent_at) SELECT chat_id, topic_id, arxiv_id, ?, ? FROM outbox "
                     "WHERE id = ?", (message_id, now, row_ids[0]))
 
-    async def thread_starts(self, chat_id: int, arxiv_ids: Iterable[str]) -> dict[str, int]:
-        """The message that first showed each of these papers on its own in the chat, by id:
-        what a revision replies to. Papers never shown alone there are left out."""
+    async def thread_starts(self, chat_id: int, topic_id: int,
+                            arxiv_ids: Iterable[str]) -> dict[str, int]:
+        """The message that first showed each of these papers on its own in the chat's topic,
+        by id: what a revision replies to. Papers never shown alone there are left out."""
         starts: dict[str, int] = {}
         for chunk, marks in in_chunks(list(dict.fromkeys(arxiv_ids))):
             rows = await self._db.fetchall(
                 f"SELECT arxiv_id, message_id FROM alert_threads WHERE chat_id = ? "
-                f"AND topic_id = 0 AND arxiv_id IN ({marks})", (chat_id, *chunk))
+                f"AND topic_id = ? AND arxiv_id IN ({marks})", (chat_id, topic_id, *chunk))
             starts.update({r["arxiv_id"]: r["message_id"] for r in rows})
         return starts
+
+    @staticmethod
+    async def first_topics_in(conn: aiosqlite.Connection, chats_by_paper: dict[str, list[int]]
+                              ) -> dict[tuple[int, str], int]:
+        """The topic where each (chat, paper) pair's first own alert went, for the revision
+        of a saved paper that no subscription matched: it joins the paper's thread."""
+        found: dict[tuple[int, str], int] = {}
+        for chunk, marks in in_chunks(list(chats_by_paper)):
+            cursor = await conn.execute(
+                f"SELECT chat_id, arxiv_id, topic_id FROM alert_threads "
+                f"WHERE arxiv_id IN ({marks}) ORDER BY sent_at DESC", chunk)
+            found.update({(r["chat_id"], r["arxiv_id"]): r["topic_id"]
+                          for r in await cursor.fetchall()})
+        return found
 
     async def prune_threads(self, before: float) -> int:
         """Forget where papers first went that were first sent before `before`."""
