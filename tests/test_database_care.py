@@ -129,6 +129,33 @@ async def test_upgrade_recleans_stored_author_names_and_keeps_queries_as_typed(
         await store.close()
 
 
+async def test_upgrade_keeps_alerts_in_general_and_threads_the_ones_sent_alone(
+        tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    db = await Database.open(path, migrate=False)
+    threads = next(n for n, about, _ in MIGRATIONS if about.startswith("alert threads"))
+    await db.migrate(target=threads - 1)
+    await db.execute("INSERT INTO chats (id, created_at, last_seen_at) VALUES (1, 0, 0)")
+    # 0704.0001 went alone as message 5; 0704.0002 and 0704.0003 together in digest 6.
+    for arxiv_id, status, message_id in (("0704.0001", "sent", 5), ("0704.0002", "sent", 6),
+                                         ("0704.0003", "sent", 6), ("0704.0004", "pending", None)):
+        await db.execute(
+            "INSERT INTO outbox (chat_id, arxiv_id, version, kind, status, created_at, due_at, "
+            "message_id, sent_at) VALUES (1, ?, 1, 'new', ?, 0, 0, ?, 1)",
+            (arxiv_id, status, message_id))
+    await db.close()
+
+    store = await Storage.open(path)
+    try:
+        ids = ["0704.0001", "0704.0002", "0704.0003", "0704.0004"]
+        assert await store.outbox.thread_starts(1, 0, ids) == {"0704.0001": 5}
+        [pending] = await store.outbox.pending_for_chat(1)
+        assert (pending.alert.arxiv_id, pending.alert.topic_id) == ("0704.0004", 0)
+        assert (await store.outbox.counts())["sent"] == 3
+    finally:
+        await store.close()
+
+
 def run_bot_command(tmp_path: Path, database: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("TELEGRAM_", "DATABASE_", "HEALTH_", "POLL_"))}
