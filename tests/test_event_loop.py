@@ -10,14 +10,21 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
+from bot.arxiv.feeds import parse_api
 from bot.clock import ManualClock
 from bot.models import Match, Paper
 from bot.query.matcher import Matcher, survivors_frozen
 from bot.query.service import SubscriptionService
+from bot.ranking import service as ranking_service
+from bot.ranking.model import MIN_POSITIVES
+from bot.ranking.service import Ranker
 from bot.storage import Storage
 from tests.conftest import Harness, make_paper
 
 CHAT = 7301
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 class GatedMatcher:
@@ -102,3 +109,39 @@ def test_what_outlives_a_big_batch_is_frozen_and_the_collector_runs_again() -> N
             assert gc.isenabled(), "a small batch leaves the collector alone"
     finally:
         gc.unfreeze()
+
+
+async def test_a_chat_is_answered_while_its_stored_ranking_model_loads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    papers = list(parse_api((FIXTURES / "api-search-all-testing-m100.atom.xml").read_bytes())
+                  .papers)
+    storage = await Storage.open(tmp_path / "bot.sqlite3")
+    try:
+        clock = ManualClock(time.time())
+        await storage.papers.upsert_many(papers, clock.now())
+        await storage.chats.record(CHAT, "private", "Ada", "en", clock.now())
+        for paper in papers[:MIN_POSITIVES]:
+            await storage.saved.save(CHAT, paper.arxiv_id, paper.version, clock.now())
+        expected = await Ranker(storage, clock.now).chat_scores(CHAT, papers[:20])
+        assert expected is not None, "trained and stored"
+
+        entered, gate = threading.Event(), threading.Event()
+        load = ranking_service._loaded
+
+        def gated(stored: object) -> object:
+            entered.set()
+            assert gate.wait(5), "the event loop was blocked while the model loaded"
+            return load(stored)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(ranking_service, "_loaded", gated)
+        restarted = Ranker(storage, clock.now)  # a restart: the model is read from storage
+        scoring = asyncio.create_task(restarted.chat_scores(CHAT, papers[:20]))
+        await asyncio.to_thread(entered.wait, 5)
+        # The model is loading. Had it loaded on the event loop, nothing else could run until
+        # the gate opened, and only this coroutine opens it.
+        chat = await storage.chats.get(CHAT)
+        assert chat is not None and not scoring.done()
+        gate.set()
+        assert await scoring == expected
+    finally:
+        await storage.close()

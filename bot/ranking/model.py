@@ -12,6 +12,7 @@ import hashlib
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from scipy import sparse
@@ -74,10 +75,19 @@ class ChatModel:
             return cls(weights, float(stored["intercept"][0]), vocabulary, labels)
 
 
-def is_current(model: ChatModel | None, vocabulary: Vocabulary, labels: ChatLabels) -> bool:
+class Trained(Protocol):
+    """A model, loaded or still stored, by what it was trained from."""
+
+    @property
+    def vocabulary(self) -> str: ...
+
+    @property
+    def labels(self) -> str: ...
+
+
+def is_current(model: Trained, vocabulary: Vocabulary, labels: ChatLabels) -> bool:
     """Whether `model` was trained on these labels with this vocabulary (no retraining due)."""
-    return (model is not None and model.vocabulary == vocabulary.fingerprint
-            and model.labels == labels.fingerprint)
+    return model.vocabulary == vocabulary.fingerprint and model.labels == labels.fingerprint
 
 
 def train(vocabulary: Vocabulary, labels: ChatLabels, vectors: Mapping[str, int],

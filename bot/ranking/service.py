@@ -117,9 +117,10 @@ class Ranker:
             if vocabulary is None:
                 return None
             stored = await self._store.rankings.model(chat_id)
-            current = None if stored is None else _loaded(stored)
-            if is_current(current, vocabulary, labels):
-                return current
+            if stored is not None and is_current(stored, vocabulary, labels):
+                # Decompressing the weights is numpy work: off the event loop, as for every
+                # chat of a digest or a For-you round it would add up there.
+                return await asyncio.to_thread(_loaded, stored)
             corpus = await self._corpus_with(vocabulary, labels.positives | labels.negatives)
             model = await asyncio.to_thread(train, vocabulary, labels, corpus.rows,
                                             corpus.matrix, chat_id)
@@ -172,15 +173,7 @@ class Ranker:
         vocabulary = self._vocabulary
         if not table or vocabulary is None:
             return {}
-        column = {p.arxiv_id: i for i, p in enumerate(ordered)}
-        wanted = dict(chats)
-        picks: dict[int, list[tuple[Paper, float]]] = {}
-        for chat_id, scores in table.items():
-            scored = [(p, float(scores[column[p.arxiv_id]])) for p in candidates[chat_id]]
-            above = sorted((s for s in scored if s[1] > FOR_YOU_THRESHOLD),
-                           key=lambda s: -s[1])[:wanted[chat_id]]
-            if above:
-                picks[chat_id] = above
+        picks = await asyncio.to_thread(_picks, ordered, candidates, table, dict(chats))
         result = {}
         for chat_id, chosen in picks.items():
             labels = await self.labels(chat_id)
@@ -213,6 +206,22 @@ class Ranker:
             corpus = _Corpus(papers, {p.arxiv_id: i for i, p in enumerate(papers)}, matrix)
             self._corpus = corpus
         return corpus
+
+
+def _picks(ordered: Sequence[Paper], candidates: dict[int, list[Paper]],
+           table: dict[int, np.ndarray], wanted: dict[int, int]
+           ) -> dict[int, list[tuple[Paper, float]]]:
+    """Each chat's best `wanted` candidates above FOR_YOU_THRESHOLD (a loop over every chat's
+    candidates: in the worker thread, not on the event loop)."""
+    column = {p.arxiv_id: i for i, p in enumerate(ordered)}
+    picks = {}
+    for chat_id, scores in table.items():
+        scored = [(p, float(scores[column[p.arxiv_id]])) for p in candidates[chat_id]]
+        above = sorted((s for s in scored if s[1] > FOR_YOU_THRESHOLD),
+                       key=lambda s: -s[1])[:wanted[chat_id]]
+        if above:
+            picks[chat_id] = above
+    return picks
 
 
 def _explain(vocabulary: Vocabulary, corpus: _Corpus, model: ChatModel | None,
