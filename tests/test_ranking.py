@@ -5,7 +5,9 @@ The corpus is the 100-record arXiv API sample in tests/fixtures (see its README)
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +17,10 @@ from sklearn.metrics import roc_auc_score
 
 from bot.arxiv.feeds import parse_api
 from bot.models import Feedback, Paper
-from bot.ranking.features import Vocabulary, author_token, fit_vocabulary
+from bot.ranking.features import FEATURES, Vocabulary, author_token, fit_vocabulary
 from bot.ranking.model import (
     MIN_POSITIVES,
+    TRAINING,
     ChatLabels,
     ChatModel,
     nearest,
@@ -28,6 +31,7 @@ from bot.ranking.model import (
 )
 from bot.ranking.service import Ranker
 from bot.storage import Storage
+from bot.storage.rankings import StoredVocabulary
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -142,3 +146,56 @@ async def test_models_are_kept_and_retrained_only_when_labels_change(
         assert similar and papers[3].arxiv_id not in [p.arxiv_id for p in similar]
     finally:
         await store.close()
+
+
+def test_the_settings_are_stored_with_the_vocabulary_and_change_its_fingerprint(
+        papers: list[Paper]) -> None:
+    plain = fit_vocabulary(papers, replace(FEATURES, authors=False))
+    assert plain is not None
+    assert not any(str(term).startswith("au_") for term in plain.terms()), "no author tokens"
+    again = Vocabulary.load(plain.dump())
+    assert again.features == plain.features and again.fingerprint == plain.fingerprint
+    assert abs(again.transform(papers) - plain.transform(papers)).max() < 1e-6
+    with_authors = fit_vocabulary(papers)
+    assert with_authors is not None and with_authors.fingerprint != plain.fingerprint
+    # A vocabulary stored before its settings were kept loads under a fingerprint of its own,
+    # so the ranker sees it is not the one it would fit now.
+    old = json.loads(with_authors.dump())
+    del old["features"]
+    assert Vocabulary.load(json.dumps(old).encode()).fingerprint != with_authors.fingerprint
+
+
+async def test_a_vocabulary_fitted_with_other_settings_is_refitted_and_models_retrained(
+        papers: list[Paper], tmp_path: Path) -> None:
+    now = [1_800_000_000.0]
+    store = await Storage.open(tmp_path / "bot.sqlite3")
+    try:
+        await store.papers.upsert_many(papers, now[0])
+        chat = 42
+        await store.chats.record(chat, "private", "Ada", "en", now[0])
+        for paper in papers[:MIN_POSITIVES]:
+            await store.saved.save(chat, paper.arxiv_id, paper.version, now[0])
+        other = fit_vocabulary(papers, replace(FEATURES, ngrams=1, authors=False))
+        assert other is not None
+        await store.rankings.put_vocabulary(
+            StoredVocabulary(other.fingerprint, other.dump(), len(papers), now[0]))
+
+        ranker = Ranker(store, lambda: now[0])
+        model = await ranker.model(chat)
+        assert model is not None
+        stored = await store.rankings.vocabulary()
+        assert stored is not None and stored.fingerprint != other.fingerprint, "refitted"
+        assert Vocabulary.load(stored.terms).features == FEATURES
+        assert model.vocabulary == stored.fingerprint
+    finally:
+        await store.close()
+
+
+def test_training_settings_reach_the_classifier(papers: list[Paper]) -> None:
+    vocabulary, rows, matrix = _setup(papers)
+    labels = ChatLabels.of([p.arxiv_id for p in papers[:10]], [], [])
+    loose = train(vocabulary, labels, rows, matrix, training=replace(TRAINING, c=10.0))
+    tight = train(vocabulary, labels, rows, matrix, training=replace(TRAINING, c=0.001))
+    assert loose is not None and tight is not None
+    # Stronger regularisation: smaller weights.
+    assert abs(tight.weights).sum() < abs(loose.weights).sum()

@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,9 +21,23 @@ from bot.models import Paper
 if TYPE_CHECKING:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-MAX_FEATURES = 20_000  # words and bigrams kept: enough for a field's vocabulary, small to store
-MIN_DOCUMENT_FREQUENCY = 2  # a term seen in one paper only says nothing about a second one
 AUTHOR_PREFIX = "au_"  # author tokens stay apart from words of the text
+SMALL_CORPUS = 20  # below this many papers every term is kept (min_df 1)
+
+
+@dataclass(frozen=True, slots=True)
+class TextFeatures:
+    """How papers become tf-idf rows: the settings bench/relevance.py measures."""
+
+    ngrams: int = 2  # words and pairs of adjacent words ("graph pooling")
+    sublinear_tf: bool = True  # 1 + log(tf): a word said ten times is not ten times the topic
+    min_df: int = 2  # a term seen in one paper only says nothing about a second one
+    max_df: float = 0.5  # a term in more than half the papers tells them apart from nothing
+    authors: bool = True  # one token per author: a researcher follows people too
+    max_features: int = 20_000  # enough for a field's vocabulary, small to store
+
+
+FEATURES = TextFeatures()
 
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 
@@ -37,18 +51,22 @@ def author_token(name: str) -> str:
     return f"{AUTHOR_PREFIX}{surname}_{initial}".rstrip("_")
 
 
-def paper_text(paper: Paper) -> str:
-    """The text a paper is known by: title, abstract and one token per author."""
-    authors = " ".join(filter(None, (author_token(name) for name in paper.authors)))
-    return f"{paper.title}\n{paper.abstract}\n{authors}"
+def paper_text(paper: Paper, authors: bool = True) -> str:
+    """The text a paper is known by: title, abstract and (with `authors`) one token per author."""
+    if not authors:
+        return f"{paper.title}\n{paper.abstract}"
+    tokens = " ".join(filter(None, (author_token(name) for name in paper.authors)))
+    return f"{paper.title}\n{paper.abstract}\n{tokens}"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Vocabulary:
-    """A fitted tf-idf vectorizer and a fingerprint of its terms and weights."""
+    """A fitted tf-idf vectorizer, its settings and a fingerprint of its terms, weights and
+    settings."""
 
     vectorizer: TfidfVectorizer
     fingerprint: str
+    features: TextFeatures = FEATURES
 
     @property
     def size(self) -> int:
@@ -58,50 +76,59 @@ class Vocabulary:
         """One L2-normalised row per paper (float32)."""
         if not papers:
             return sparse.csr_matrix((0, self.size), dtype=np.float32)
-        return self.vectorizer.transform([paper_text(p) for p in papers]).astype(np.float32)
+        texts = [paper_text(p, self.features.authors) for p in papers]
+        return self.vectorizer.transform(texts).astype(np.float32)
 
     def terms(self) -> np.ndarray:
         return self.vectorizer.get_feature_names_out()
 
     def dump(self) -> bytes:
-        """The vocabulary as JSON (terms in column order and their idf), to store and reload."""
-        return json.dumps({"terms": self.terms().tolist(),
-                           "idf": self.vectorizer.idf_.tolist()}).encode()
+        """The vocabulary as JSON (terms in column order, their idf and the settings), to store
+        and reload."""
+        return json.dumps({"terms": self.terms().tolist(), "idf": self.vectorizer.idf_.tolist(),
+                           "features": asdict(self.features)}).encode()
 
     @classmethod
     def load(cls, data: bytes) -> Vocabulary:
+        """A stored vocabulary. One stored before its settings were (or with other settings)
+        gets another fingerprint than it was stored with, so the caller can refit it."""
         stored = json.loads(data)
-        vectorizer = _vectorizer(min_df=1)
+        features = TextFeatures(**stored["features"]) if "features" in stored else None
+        vectorizer = _vectorizer(features or FEATURES, min_df=1)
         vectorizer.vocabulary_ = {term: i for i, term in enumerate(stored["terms"])}
         vectorizer.idf_ = np.asarray(stored["idf"], dtype=np.float64)
-        return cls(vectorizer, _fingerprint(stored["terms"], vectorizer.idf_))
+        return cls(vectorizer, _fingerprint(stored["terms"], vectorizer.idf_, features),
+                   features or FEATURES)
 
 
-def _vectorizer(min_df: int) -> TfidfVectorizer:
+def _vectorizer(features: TextFeatures, min_df: int) -> TfidfVectorizer:
     # Imported when first needed: scikit-learn costs about a second of CPU to import, which
     # every start-up and every operator command would pay before any chat has a model.
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     return TfidfVectorizer(
-        lowercase=True, strip_accents="unicode", stop_words="english", ngram_range=(1, 2),
-        min_df=min_df, max_df=0.5, max_features=MAX_FEATURES, sublinear_tf=True,
+        lowercase=True, strip_accents="unicode", stop_words="english",
+        ngram_range=(1, features.ngrams), min_df=min_df, max_df=features.max_df,
+        max_features=features.max_features, sublinear_tf=features.sublinear_tf,
         token_pattern=r"(?u)\b[a-zA-Z][a-zA-Z0-9_\-]+\b", dtype=np.float32,
     )
 
 
-def _fingerprint(terms: Sequence[str], idf: np.ndarray) -> str:
+def _fingerprint(terms: Sequence[str], idf: np.ndarray, features: TextFeatures | None) -> str:
     digest = hashlib.sha256("\n".join(terms).encode())
     digest.update(np.round(np.asarray(idf, dtype=np.float64), 6).tobytes())
+    digest.update(json.dumps(None if features is None else asdict(features)).encode())
     return digest.hexdigest()[:16]
 
 
-def fit_vocabulary(papers: Sequence[Paper]) -> Vocabulary | None:
+def fit_vocabulary(papers: Sequence[Paper], features: TextFeatures = FEATURES
+                   ) -> Vocabulary | None:
     """A vocabulary fitted on `papers`, or None when they are too few to have one."""
-    min_df = MIN_DOCUMENT_FREQUENCY if len(papers) >= 20 else 1
-    vectorizer = _vectorizer(min_df)
+    min_df = features.min_df if len(papers) >= SMALL_CORPUS else 1
+    vectorizer = _vectorizer(features, min_df)
     try:
-        vectorizer.fit([paper_text(p) for p in papers])
+        vectorizer.fit([paper_text(p, features.authors) for p in papers])
     except ValueError:  # no papers, or no term left after pruning
         return None
     terms = vectorizer.get_feature_names_out().tolist()
-    return Vocabulary(vectorizer, _fingerprint(terms, vectorizer.idf_))
+    return Vocabulary(vectorizer, _fingerprint(terms, vectorizer.idf_, features), features)

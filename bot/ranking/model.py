@@ -20,8 +20,18 @@ from scipy import sparse
 from bot.ranking.features import Vocabulary
 
 MIN_POSITIVES = 5  # as Semantic Scholar's feeds: a handful of papers is enough to start
-BACKGROUND_SAMPLE = 500  # other recent papers taken as (weak) negatives
-SVM_C = 0.1  # arxiv-sanity-lite uses a small C: few labels, strong regularisation
+
+
+@dataclass(frozen=True, slots=True)
+class Training:
+    """How a chat's model is trained: the settings bench/relevance.py measures."""
+
+    c: float = 0.1  # few labels: strong regularisation (arxiv-sanity-lite uses 0.01)
+    balanced: bool = True  # weigh the few positives as much as the many negatives together
+    background: int = 500  # other recent papers taken as (weak) negatives
+
+
+TRAINING = Training()
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +101,8 @@ def is_current(model: Trained, vocabulary: Vocabulary, labels: ChatLabels) -> bo
 
 
 def train(vocabulary: Vocabulary, labels: ChatLabels, vectors: Mapping[str, int],
-          matrix: sparse.csr_matrix, seed: int = 0) -> ChatModel | None:
+          matrix: sparse.csr_matrix, seed: int = 0, training: Training = TRAINING
+          ) -> ChatModel | None:
     """A model for a chat, or None below MIN_POSITIVES positives with stored vectors.
 
     `matrix` holds the stored papers' rows; `vectors` maps base id → row.
@@ -103,8 +114,8 @@ def train(vocabulary: Vocabulary, labels: ChatLabels, vectors: Mapping[str, int]
     taken = set(positive_rows) | set(negative_rows)
     others = np.array([row for row in range(matrix.shape[0]) if row not in taken], dtype=np.int64)
     rng = np.random.default_rng(seed)
-    if len(others) > BACKGROUND_SAMPLE:
-        others = rng.choice(others, BACKGROUND_SAMPLE, replace=False)
+    if len(others) > training.background:
+        others = rng.choice(others, training.background, replace=False)
     rows = np.concatenate([positive_rows, negative_rows, np.sort(others)]).astype(np.int64)
     if len(rows) == len(positive_rows):
         return None  # nothing to contrast the positives with
@@ -112,7 +123,8 @@ def train(vocabulary: Vocabulary, labels: ChatLabels, vectors: Mapping[str, int]
     y[: len(positive_rows)] = 1
     from sklearn.svm import LinearSVC  # imported when first needed, as in features.py
 
-    svm = LinearSVC(C=SVM_C, class_weight="balanced", tol=1e-6, max_iter=10_000)
+    svm = LinearSVC(C=training.c, class_weight="balanced" if training.balanced else None,
+                    tol=1e-6, max_iter=10_000)
     svm.fit(matrix[rows], y)
     weights = sparse.csr_matrix(svm.coef_.astype(np.float32))
     weights.eliminate_zeros()

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import sparse
 
 from bot.models import Paper
-from bot.ranking.features import Vocabulary, fit_vocabulary
+from bot.ranking.features import FEATURES, Vocabulary, fit_vocabulary
 from bot.ranking.model import (
     MIN_POSITIVES,
     ChatLabels,
@@ -81,8 +81,10 @@ class Ranker:
         if stored is None or self._now() - stored.fitted_at > REFIT_AFTER:
             return await self.refit()
         if self._vocabulary is None or self._vocabulary.fingerprint != stored.fingerprint:
-            self._vocabulary = await asyncio.to_thread(Vocabulary.load, stored.terms)
-            self._corpus = None
+            loaded = await asyncio.to_thread(Vocabulary.load, stored.terms)
+            if loaded.fingerprint != stored.fingerprint or loaded.features != FEATURES:
+                return await self.refit()  # fitted with other settings: fit it with these
+            self._vocabulary, self._corpus = loaded, None
         return self._vocabulary
 
     async def refit(self) -> Vocabulary | None:
