@@ -199,3 +199,18 @@ def test_training_settings_reach_the_classifier(papers: list[Paper]) -> None:
     assert loose is not None and tight is not None
     # Stronger regularisation: smaller weights.
     assert abs(tight.weights).sum() < abs(loose.weights).sum()
+
+
+def test_papers_of_the_chats_field_it_has_not_saved_clear_the_boundary(
+        papers: list[Paper]) -> None:
+    # For you sends what scores above 0. Trained on 10 saved papers, the model must put some
+    # of the field's other papers above it, and few papers of other fields.
+    vocabulary, rows, matrix = _setup(papers)
+    field = Counter(p.categories[0] for p in papers).most_common(1)[0][0]
+    library = [p.arxiv_id for p in papers if p.categories[0] == field][:10]
+    model = train(vocabulary, ChatLabels.of(library, [], []), rows, matrix)
+    assert model is not None
+    scores = score(matrix, *stack([model]))[:, 0]
+    above = [p for i, p in enumerate(papers) if scores[i] > 0 and p.arxiv_id not in library]
+    assert len(above) >= 3
+    assert sum(p.categories[0] == field for p in above) / len(above) >= 0.75

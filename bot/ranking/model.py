@@ -26,7 +26,11 @@ MIN_POSITIVES = 5  # as Semantic Scholar's feeds: a handful of papers is enough 
 class Training:
     """How a chat's model is trained: the settings bench/relevance.py measures."""
 
-    c: float = 0.1  # few labels: strong regularisation (arxiv-sanity-lite uses 0.01)
+    # Few labels: strong regularisation. With C this small the weights are close to the
+    # (class-weighted) difference of the positives' and negatives' mean rows, which ranks best
+    # with 5-20 positives: chosen by `bench/relevance.py --tune` on a corpus of its own (one
+    # researcher's tagged papers), over 0.001-1 (arxiv-sanity-lite uses 0.01; it was 0.1).
+    c: float = 0.001
     balanced: bool = True  # weigh the few positives as much as the many negatives together
     background: int = 500  # other recent papers taken as (weak) negatives
 
