@@ -21,6 +21,7 @@ from bot.ranking import service as ranking_service
 from bot.ranking.model import MIN_POSITIVES
 from bot.ranking.service import Ranker
 from bot.storage import Storage
+from bot.storage import rankings as ranking_storage
 from tests.conftest import Harness, make_paper
 
 CHAT = 7301
@@ -143,5 +144,32 @@ async def test_a_chat_is_answered_while_its_stored_ranking_model_loads(
         assert chat is not None and not scoring.done()
         gate.set()
         assert await scoring == expected
+    finally:
+        await storage.close()
+
+
+async def test_a_chat_is_answered_while_the_rankers_corpus_is_decoded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    storage = await Storage.open(tmp_path / "bot.sqlite3")
+    try:
+        clock = ManualClock(time.time())
+        await storage.papers.upsert_many([make_paper(n) for n in range(1, 4)], clock.now())
+        await storage.chats.record(CHAT, "private", "Ada", "en", clock.now())
+        entered, gate = threading.Event(), threading.Event()
+        decode = ranking_storage.paper_from_row
+
+        def gated(row: object) -> Paper:
+            entered.set()
+            assert gate.wait(5), "the event loop was blocked while the rows were decoded"
+            return decode(row)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(ranking_storage, "paper_from_row", gated)
+        corpus = asyncio.create_task(storage.rankings.corpus(10))
+        await asyncio.to_thread(entered.wait, 5)
+        # The rows are being decoded. On the event loop, nothing else could run meanwhile.
+        chat = await storage.chats.get(CHAT)
+        assert chat is not None and not corpus.done()
+        gate.set()
+        assert len(await corpus) == 3
     finally:
         await storage.close()

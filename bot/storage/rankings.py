@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
+from sqlite3 import Row
 
 from bot.models import Feedback, Paper
 from bot.storage.db import Database
@@ -135,7 +138,7 @@ class RankingRepository:
             ORDER BY first_seen_at DESC, arxiv_id LIMIT ?
             """,
             (since, chat_id, chat_id, chat_id, limit))
-        return [paper_from_row(r) for r in rows]
+        return await asyncio.to_thread(_papers, rows)
 
     async def corpus(self, limit: int) -> list[Paper]:
         """The papers to fit the vocabulary on and sample negatives from: the newest `limit`
@@ -149,4 +152,10 @@ class RankingRepository:
             ORDER BY first_seen_at DESC, arxiv_id
             """,
             (limit,))
-        return [paper_from_row(r) for r in rows]
+        return await asyncio.to_thread(_papers, rows)
+
+
+def _papers(rows: Sequence[Row]) -> list[Paper]:
+    """Thousands of rows decoded (JSON authors and categories): in a worker thread, as 5,000
+    take some 60 ms, too long to hold the event loop."""
+    return [paper_from_row(r) for r in rows]
