@@ -131,13 +131,13 @@ async def test_a_chat_is_answered_while_its_stored_ranking_model_loads(
 
         def gated(stored: object) -> object:
             entered.set()
-            assert gate.wait(5), "the event loop was blocked while the model loaded"
+            assert gate.wait(30), "the event loop was blocked while the model loaded"
             return load(stored)  # type: ignore[arg-type]
 
         monkeypatch.setattr(ranking_service, "_loaded", gated)
         restarted = Ranker(storage, clock.now)  # a restart: the model is read from storage
         scoring = asyncio.create_task(restarted.chat_scores(CHAT, papers[:20]))
-        await asyncio.to_thread(entered.wait, 5)
+        await asyncio.to_thread(entered.wait, 30)
         # The model is loading. Had it loaded on the event loop, nothing else could run until
         # the gate opened, and only this coroutine opens it.
         chat = await storage.chats.get(CHAT)
@@ -160,12 +160,12 @@ async def test_a_chat_is_answered_while_the_rankers_corpus_is_decoded(
 
         def gated(row: object) -> Paper:
             entered.set()
-            assert gate.wait(5), "the event loop was blocked while the rows were decoded"
+            assert gate.wait(30), "the event loop was blocked while the rows were decoded"
             return decode(row)  # type: ignore[arg-type]
 
         monkeypatch.setattr(ranking_storage, "paper_from_row", gated)
         corpus = asyncio.create_task(storage.rankings.corpus(10))
-        await asyncio.to_thread(entered.wait, 5)
+        await asyncio.to_thread(entered.wait, 30)
         # The rows are being decoded. On the event loop, nothing else could run meanwhile.
         chat = await storage.chats.get(CHAT)
         assert chat is not None and not corpus.done()
