@@ -125,14 +125,15 @@ async def _post_init(application: Application) -> None:
     if settings.hf_papers_url:
         services.community = CommunityPicks(settings.hf_papers_url, services.storage,
                                             services.arxiv, services.clock)
+    pipeline = services.pipeline = Pipeline(settings, services.storage, services.arxiv,
+                                            services.subscriptions, services.clock)
     services.sender = Sender(application.bot, services.storage, services.clock, services.pacer,
                              window=settings.send_window,
                              on_migrated=services.subscriptions.chat_migrated,
                              on_topic_gone=services.subscriptions.topic_gone,
                              guides=services.guides is not None,
-                             relevance=services.ranker.chat_scores)
-    services.pipeline = Pipeline(settings, services.storage, services.arxiv,
-                                 services.subscriptions, services.clock)
+                             relevance=services.ranker.chat_scores,
+                             held_since=lambda: pipeline.storing_since)
     await set_command_menus(application)
     if not services.schedule_jobs:
         return

@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import aiosqlite
@@ -43,11 +43,17 @@ from bot.models import (
 from bot.query.matcher import survivors_frozen
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
+from bot.storage.papers import classify, latest_versions
 
 log = logging.getLogger(__name__)
 
 MAX_DETAIL_LOOKUPS = 300  # three API requests a poll at the most
-
+# One ingest transaction stores at most this many papers and (unless one paper alone alerts
+# more chats) this many outbox rows: tens of milliseconds of SQLite's time on the project's
+# machine, which is how long a chat's /pause or /follow may wait for the ingest
+# (`bench/responsiveness.py` prints how long the poll held the writer each time).
+INGEST_BATCH_ALERTS = 1_000
+INGEST_BATCH_PAPERS = 200
 
 
 class _DryRunRollback(Exception):
@@ -110,6 +116,9 @@ class Pipeline:
         self._subscriptions = subscriptions
         self._clock = clock
         self._lock = asyncio.Lock()
+        # Since when the poll in progress has been storing its feeds' alerts, batch by batch;
+        # the sender holds them until all are stored (`Sender`'s `held_since`).
+        self.storing_since: float | None = None
 
     async def poll(self, *, dry_run: bool = False) -> PollReport:
         """Fetch every planned feed, store what is new or revised and queue the alerts.
@@ -118,35 +127,42 @@ class Pipeline:
         so the running bot still delivers everything it saw.
         """
         async with self._lock, self._arxiv.ingest():
-            started = time.monotonic()
-            report = PollReport()
-            plan = build_feed_plan(
-                self._settings.arxiv_archives, self._subscriptions.followed_sources(),
-                rss_url=self._settings.arxiv_rss_url,
-            )
-            if not dry_run:
-                await self._store.sources.forget_others(
-                    plan.urls, under=self._settings.arxiv_rss_url)
+            return await self._poll(dry_run)
+
+    async def _poll(self, dry_run: bool) -> PollReport:
+        started = time.monotonic()
+        report = PollReport()
+        plan = build_feed_plan(
+            self._settings.arxiv_archives, self._subscriptions.followed_sources(),
+            rss_url=self._settings.arxiv_rss_url,
+        )
+        if not dry_run:
+            await self._store.sources.forget_others(
+                plan.urls, under=self._settings.arxiv_rss_url)
+        self.storing_since = self._clock.now()
+        try:
             for url in plan.urls:
                 report.sources.append(await self._poll_source(url, report, dry_run))
-            if not dry_run:
-                # Half a million alerts after a big poll: sifted off the event loop.
-                revisions = await asyncio.to_thread(_revised_versions, report.alerts)
-                try:
-                    await self._fetch_revision_details(revisions)
-                finally:
-                    # Stored or failed for good: either way the revisions may go now.
-                    await self._store.outbox.release_revisions(
-                        {arxiv_id for arxiv_id, _ in revisions}, self._clock.now())
-            report.seconds = time.monotonic() - started
-            for source in report.sources:
-                log.info(
-                    "poll source=%s outcome=%s items=%d new=%d revised=%d seen=%d alerts=%d "
-                    "seconds=%.2f%s", source.url, source.outcome, source.items, source.new,
-                    source.revised, source.seen, source.alerts, source.seconds,
-                    f" error={source.error}" if source.error else "",
-                )
-            return report
+        finally:
+            self.storing_since = None
+        if not dry_run:
+            # Half a million alerts after a big poll: sifted off the event loop.
+            revisions = await asyncio.to_thread(_revised_versions, report.alerts)
+            try:
+                await self._fetch_revision_details(revisions)
+            finally:
+                # Stored or failed for good: either way the revisions may go now.
+                await self._store.outbox.release_revisions(
+                    {arxiv_id for arxiv_id, _ in revisions}, self._clock.now())
+        report.seconds = time.monotonic() - started
+        for source in report.sources:
+            log.info(
+                "poll source=%s outcome=%s items=%d new=%d revised=%d seen=%d alerts=%d "
+                "seconds=%.2f%s", source.url, source.outcome, source.items, source.new,
+                source.revised, source.seen, source.alerts, source.seconds,
+                f" error={source.error}" if source.error else "",
+            )
+        return report
 
     async def next_poll_delay(self) -> float:
         """Seconds to the next poll by arXiv's calendar, from every planned feed's state."""
@@ -221,28 +237,56 @@ class Pipeline:
 
     async def _ingest(self, papers: Sequence[Paper], report: PollReport, now: float,
                       dry_run: bool) -> tuple[list[PaperChange], list[Alert]]:
-        """Upsert, match and queue one batch in one transaction (rolled back in a dry run)."""
+        """Match a feed's papers, then store them in short transactions (rolled back in a dry
+        run), each a batch of papers with every alert they make: see `_store_batch`."""
+        store = self._store
+        changes: list[PaperChange] = []
+        alerts: list[Alert] = []
+        unique = latest_versions(papers)
+        # Matching a big batch allocates an object per alert and frees none: with the
+        # collector running, each full collection would stop every thread for a second.
+        # The alerts outlive the batch (in the report), so they are frozen after it.
+        with survivors_frozen(self._subscriptions.large):
+            # What each paper is, as last committed, and who it alerts: read and matched with
+            # no transaction open, so chats' own writes (/pause, /follow) go on meanwhile.
+            expected = classify(unique, await store.papers.announced(
+                p.arxiv_id for p in unique))
+            if dry_run:
+                expected = _seen_earlier_in_poll(expected, report)
+            matched = await self._match(expected)
+            for batch in _batches(expected, matched):
+                stored, queued = await self._store_batch(batch, matched, report, now, dry_run)
+                changes += stored
+                alerts += queued
+        return changes, alerts
+
+    async def _store_batch(self, batch: Sequence[PaperChange],
+                           matched: Mapping[str, list[Alert]], report: PollReport, now: float,
+                           dry_run: bool) -> tuple[list[PaperChange], list[Alert]]:
+        """Store one batch of papers and their alerts in one transaction.
+
+        Papers (which are what "seen" means) and their outbox rows commit together or not at
+        all, so a crash between batches loses no alert and repeats none: the next poll finds
+        the committed papers seen and the others new. The transaction is short (at most
+        INGEST_BATCH_ALERTS rows), so a chat's write waits for one batch, not the whole feed.
+        """
         store = self._store
         changes: list[PaperChange] = []
         alerts: list[Alert] = []
         try:
-            # Matching a big batch allocates an object per alert and frees none: with the
-            # collector running, each full collection would stop every thread for a second.
-            # The alerts outlive the batch (in the report), so they are frozen after it.
-            with survivors_frozen(self._subscriptions.large):
-                async with store.db.transaction() as conn:
-                    changes = await store.papers.upsert_in(conn, papers, now)
-                    if dry_run:
-                        changes = _seen_earlier_in_poll(changes, report)
-                    alerts = await self._alerts_for(conn, changes)
-                    # Revision alerts wait for their details (comments, journal refs) from the
-                    # API, looked up at the end of the poll; at most one poll interval, should
-                    # the look-up never finish.
-                    await store.outbox.enqueue_in(
-                        conn, alerts, now,
-                        revisions_due_at=now + self._settings.poll_interval_seconds)
-                    if dry_run:
-                        raise _DryRunRollback
+            async with store.db.transaction() as conn:
+                changes = await store.papers.upsert_in(conn, [c.paper for c in batch], now)
+                if dry_run:
+                    changes = _seen_earlier_in_poll(changes, report)
+                alerts = await self._alerts_in(conn, changes, batch, matched)
+                # Revision alerts wait for their details (comments, journal refs) from the
+                # API, looked up at the end of the poll; at most one poll interval, should
+                # the look-up never finish.
+                await store.outbox.enqueue_in(
+                    conn, alerts, now,
+                    revisions_due_at=now + self._settings.poll_interval_seconds)
+                if dry_run:
+                    raise _DryRunRollback
         except _DryRunRollback:
             pass
         report.changes.extend(changes)
@@ -300,62 +344,101 @@ class Pipeline:
             return
         await self._store.papers.record_details(papers)
 
-    async def _alerts_for(
-        self, conn: aiosqlite.Connection, changes: Sequence[PaperChange]
-    ) -> list[Alert]:
-        """Subscription matches of new and revised papers, plus revisions of saved papers.
+    async def _match(self, changes: Sequence[PaperChange]) -> dict[str, list[Alert]]:
+        """Per new or revised paper, the alert of each chat whose subscriptions match it.
 
-        Chats that blocked the bot get nothing: it could not be sent, and a chat that comes
-        back after months should not find months of alerts waiting.
+        Seconds of CPU for a big feed: run in a worker thread (`in_worker`), outside any
+        transaction, so that chats' commands are answered, and their writes stored, meanwhile.
+        """
+        fresh = [c for c in changes if c.status != "seen"]
+        if not fresh:
+            return {}
+        subscriptions = self._subscriptions
+        return await subscriptions.in_worker(lambda: _alerts_by_paper(subscriptions, fresh))
+
+    async def _alerts_in(self, conn: aiosqlite.Connection, changes: Sequence[PaperChange],
+                         expected: Sequence[PaperChange],
+                         matched: Mapping[str, list[Alert]]) -> list[Alert]:
+        """A batch's alerts, as its transaction found the papers: subscription matches of new
+        and revised papers, plus revisions of saved papers.
+
+        A paper the transaction finds otherwise than it was read before matching (stored
+        meanwhile, e.g. by a look-up) is matched again here. Chats that blocked the bot get
+        nothing: it could not be sent, and a chat that comes back after months should not
+        find months of alerts waiting.
         """
         fresh = [c for c in changes if c.status != "seen"]
         if not fresh:
             return []
+        was = {c.paper.arxiv_id: c.status for c in expected}
+        changed = [c for c in fresh if was.get(c.paper.arxiv_id) != c.status]
+        if changed:
+            subscriptions = self._subscriptions
+            matched = {**matched, **await subscriptions.in_worker(
+                lambda: _alerts_by_paper(subscriptions, changed))}
         blocked = await self._store.chats.inactive_ids_in(conn)
-        kinds = {c.paper.arxiv_id: AlertKind.REVISION if c.status == "revised" else AlertKind.NEW
-                 for c in fresh}
         revised = {c.paper.arxiv_id: c.paper for c in fresh if c.status == "revised"}
         savers = await self._store.saved.chats_saving_in(conn, revised) if revised else {}
         saved_topics = await self._store.outbox.first_topics_in(conn, savers) if savers else {}
-        subscriptions = self._subscriptions
-
-        def match() -> list[Alert]:
-            # Seconds of CPU for a big batch: run in a worker thread (`in_worker`), so that
-            # chats' commands are answered meanwhile.
-            matches = subscriptions.matcher.match([c.paper for c in fresh])
-            topics = subscriptions.topics  # only subscriptions bound to a forum topic
-            by_key: dict[tuple[int, int, str], Alert] = {}
-            for chat_id, chat_matches in matches.items():
+        alerts: list[Alert] = []
+        for change in fresh:
+            arxiv_id = change.paper.arxiv_id
+            by_place = {(a.chat_id, a.topic_id): a for a in matched.get(arxiv_id, ())
+                        if a.chat_id not in blocked}
+            for chat_id in savers.get(arxiv_id, ()):
                 if chat_id in blocked:
                     continue
-                for match in chat_matches:
-                    paper = match.paper
-                    for topic_id, sub_ids in _by_topic(match.subscription_ids, topics):
-                        queries = tuple(
-                            q for q in (subscriptions.query_text(s) for s in sub_ids)
-                            if q is not None
-                        )
-                        by_key[(chat_id, topic_id, paper.arxiv_id)] = Alert(
-                            chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
-                            sub_ids, queries, topic_id=topic_id,
-                        )
-            for arxiv_id, chat_ids in savers.items():
-                paper = revised[arxiv_id]
-                for chat_id in chat_ids:
-                    if chat_id in blocked:
-                        continue
-                    # Where the paper's thread is: the topic of its first alert.
-                    topic_id = saved_topics.get((chat_id, arxiv_id), GENERAL)
-                    existing = by_key.get((chat_id, topic_id, arxiv_id))
-                    by_key[(chat_id, topic_id, arxiv_id)] = Alert(
-                        chat_id, arxiv_id, paper.version, AlertKind.REVISION,
-                        existing.subscription_ids if existing else (),
-                        existing.matched_queries if existing else (),
-                        saved_revision=True, topic_id=topic_id,
-                    )
-            return list(by_key.values())
+                # Where the paper's thread is: the topic of its first alert.
+                topic_id = saved_topics.get((chat_id, arxiv_id), GENERAL)
+                existing = by_place.get((chat_id, topic_id))
+                by_place[(chat_id, topic_id)] = Alert(
+                    chat_id, arxiv_id, change.paper.version, AlertKind.REVISION,
+                    existing.subscription_ids if existing else (),
+                    existing.matched_queries if existing else (),
+                    saved_revision=True, topic_id=topic_id,
+                )
+            alerts.extend(by_place.values())
+        return alerts
 
-        return await subscriptions.in_worker(match)
+
+def _alerts_by_paper(subscriptions: SubscriptionService,
+                     fresh: Sequence[PaperChange]) -> dict[str, list[Alert]]:
+    """Match new and revised papers (in a worker thread): per paper, one alert per chat and
+    forum topic."""
+    kinds = {c.paper.arxiv_id: AlertKind.REVISION if c.status == "revised" else AlertKind.NEW
+             for c in fresh}
+    by_paper: dict[str, list[Alert]] = {arxiv_id: [] for arxiv_id in kinds}
+    topics = subscriptions.topics  # only subscriptions bound to a forum topic
+    for chat_id, chat_matches in subscriptions.matcher.match([c.paper for c in fresh]).items():
+        for match in chat_matches:
+            paper = match.paper
+            for topic_id, sub_ids in _by_topic(match.subscription_ids, topics):
+                queries = tuple(
+                    q for q in (subscriptions.query_text(s) for s in sub_ids) if q is not None
+                )
+                by_paper[paper.arxiv_id].append(Alert(
+                    chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
+                    sub_ids, queries, topic_id=topic_id,
+                ))
+    return by_paper
+
+
+def _batches(changes: Sequence[PaperChange], matched: Mapping[str, list[Alert]]
+             ) -> Iterator[list[PaperChange]]:
+    """Papers in order, cut so that a batch holds at most INGEST_BATCH_PAPERS papers and, but
+    for a single paper that alerts more chats, at most INGEST_BATCH_ALERTS alerts."""
+    batch: list[PaperChange] = []
+    rows = 0
+    for change in changes:
+        alerts = len(matched.get(change.paper.arxiv_id, ()))
+        if batch and (len(batch) >= INGEST_BATCH_PAPERS
+                      or rows + alerts > INGEST_BATCH_ALERTS):
+            yield batch
+            batch, rows = [], 0
+        batch.append(change)
+        rows += alerts
+    if batch:
+        yield batch
 
 
 def _by_topic(sub_ids: tuple[int, ...], topics: dict[int, int]

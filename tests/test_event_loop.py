@@ -1,10 +1,12 @@
 """A big poll does not stop the bot from answering: matching runs in a worker thread, outside
-the event loop, and commands that only read never wait behind the ingest transaction."""
+the event loop and outside any transaction; commands that only read never wait behind the
+ingest, and commands that write wait for one short batch of it at most."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import sqlite3
 import threading
 import time
 from collections.abc import Sequence
@@ -12,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from bot import pipeline as pipeline_module
 from bot.arxiv.feeds import parse_api
 from bot.clock import ManualClock
+from bot.delivery.compose import DIGEST_THRESHOLD
 from bot.models import Match, Paper
 from bot.query.matcher import Matcher, survivors_frozen
 from bot.query.service import SubscriptionService
@@ -26,6 +30,7 @@ from tests.conftest import Harness, make_paper
 
 CHAT = 7301
 FIXTURES = Path(__file__).parent / "fixtures"
+OTHER = 7302
 
 
 class GatedMatcher:
@@ -63,6 +68,83 @@ async def test_a_chat_is_answered_while_a_poll_is_matching(harness: Harness) -> 
     assert sorted(a.arxiv_id for a in report.alerts) == ["2611.10001", "2611.10002"]
     await harness.drain()
     assert len(harness.tg.messages(CHAT)) == 4  # follow, list, two alerts
+
+
+async def test_a_chat_can_pause_while_a_poll_is_matching(harness: Harness) -> None:
+    await harness.ask(CHAT, "/follow cs.LG")
+    subscriptions = harness.services.subscriptions
+    gated = GatedMatcher(subscriptions.matcher)
+    subscriptions.matcher = gated  # type: ignore[assignment]
+    harness.serve_feed([make_paper(1), make_paper(2)])
+
+    poll = asyncio.create_task(harness.services.pipeline.poll())
+    try:
+        await asyncio.to_thread(gated.entered.wait, 30)
+        # Matching inside the ingest transaction held the one writer until the match was
+        # done: /pause waited for it, and here it never would be (the gate is shut).
+        paused = await harness.ask(CHAT, "/pause", timeout=5)
+        assert "paused" in paused.text
+        assert not poll.done()
+    finally:
+        gated.gate.set()
+        report = await poll
+    assert len(report.alerts) == 2
+    await harness.drain()
+    assert len(harness.tg.messages(CHAT)) == 2, "paused before the poll stored its alerts"
+    await harness.ask(CHAT, "/resume")
+    await harness.drain()
+    assert len(harness.tg.messages(CHAT)) == 5  # follow, pause, resume, two alerts
+
+
+async def test_a_chat_writes_between_two_batches_of_a_poll_whose_alerts_go_out_together(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    papers = DIGEST_THRESHOLD + 2  # a flood: they go out as one digest
+    monkeypatch.setattr(pipeline_module, "INGEST_BATCH_ALERTS", 4)  # two papers, two chats
+    await harness.ask(CHAT, "/follow cs.LG")
+    await harness.ask(OTHER, "/follow cs.LG")
+    harness.serve_feed([make_paper(number) for number in range(papers)])
+    pipeline = harness.services.pipeline
+    store_batch = pipeline._store_batch
+    batches: list[int] = []
+    second, go_on = asyncio.Event(), asyncio.Event()
+
+    async def gated_store_batch(*args: object, **kwargs: object) -> object:
+        batches.append(len(batches) + 1)
+        if len(batches) == 2:
+            second.set()
+            await go_on.wait()
+        return await store_batch(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "_store_batch", gated_store_batch)
+    poll = asyncio.create_task(pipeline.poll())
+    try:
+        await asyncio.wait_for(second.wait(), 30)
+        # The first batch is stored, the others are not: a write is served in between.
+        paused = await harness.ask(CHAT, "/pause", timeout=5)
+        assert "paused" in paused.text
+        assert outbox_rows(harness) == 4, "one batch of the poll is stored, not all of it"
+        # The drain holds what the poll stored so far: OTHER gets its alerts together.
+        await harness.drain()
+        assert len(harness.tg.messages(OTHER)) == 1  # only the /follow reply
+        assert not poll.done()
+    finally:
+        go_on.set()
+        report = await poll
+    assert len(batches) == papers // 2
+    assert len(report.alerts) == outbox_rows(harness) == 2 * papers
+    await harness.drain()
+    digest = harness.tg.messages(OTHER)[1:]
+    assert len(digest) == 1 and all(f"2611.{10000 + n}" in digest[0].text
+                                    for n in range(papers))
+    assert len(harness.tg.messages(CHAT)) == 2, "paused: follow and pause replies only"
+
+
+def outbox_rows(harness: Harness) -> int:
+    db = sqlite3.connect(harness.settings.database_path)
+    try:
+        return int(db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+    finally:
+        db.close()
 
 
 async def test_a_follow_made_while_the_worker_matches_reaches_the_matcher_after_it(

@@ -47,6 +47,7 @@ P99_ROUND_TRIP = 0.5
 DEFAULT_SEND_WINDOW = math.ceil(OVERALL_PER_SECOND * P99_ROUND_TRIP)
 TOPIC_ROUNDS = 4  # rounds of one chat's delivery in a drain while its forum topics fall back
 STOP_TIMEOUT = 5.0  # how long stop() lets requests in flight be answered and recorded
+HELD_MARGIN = 0.001  # seconds: a poll's alerts are due at its start or later, never before
 NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
 
@@ -147,11 +148,15 @@ class Sender:
                  on_migrated: Callable[[int, int], Awaitable[object]] | None = None,
                  on_topic_gone: Callable[[int, int], Awaitable[object]] | None = None,
                  guides: bool = False,
-                 relevance: Relevance | None = None) -> None:
+                 relevance: Relevance | None = None,
+                 held_since: Callable[[], float | None] | None = None) -> None:
         """`on_migrated(old_id, new_id)` runs after a group moved to a supergroup id, and
         `on_topic_gone(chat_id, topic_id)` after a forum topic's subscriptions were bound to
         General, for whatever keeps them in memory (the subscription matcher). `window` None
-        means DEFAULT_SEND_WINDOW; `guides` adds the 🧠 Guide button to alerts."""
+        means DEFAULT_SEND_WINDOW; `guides` adds the 🧠 Guide button to alerts. `held_since()`
+        is when the poll still storing its alerts began (None when none is): alerts due since
+        then wait, so that a chat gets a poll's alerts together (a digest when they are many),
+        not the first batches one by one."""
         window = DEFAULT_SEND_WINDOW if window is None else window
         if window < 1:
             raise ValueError(f"the send window must be at least 1, got {window}")
@@ -163,6 +168,7 @@ class Sender:
         self._on_topic_gone = on_topic_gone
         self._guides = guides
         self._relevance = relevance  # orders a digest, most relevant first
+        self._held_since = held_since or (lambda: None)
         self._lock = asyncio.Lock()
         self._window = asyncio.Semaphore(window)
         self.window = window
@@ -186,7 +192,7 @@ class Sender:
             if self._stopping:
                 return report
             await self._recover()
-            chat_ids = await self._store.outbox.due_chats(self._clock.now())
+            chat_ids = await self._store.outbox.due_chats(self._due_by())
             queue: asyncio.Queue[int] = asyncio.Queue()
             for chat_id in chat_ids:
                 queue.put_nowait(chat_id)
@@ -260,6 +266,12 @@ class Sender:
             log.warning("%d alert(s) were being sent when the bot stopped; Telegram may have "
                         "taken them, but cannot be asked: sending them again", uncertain)
 
+    def _due_by(self) -> float:
+        """Send what is due by now, except what a poll in progress has stored so far."""
+        now = self._clock.now()
+        held_since = self._held_since()
+        return now if held_since is None else min(now, held_since - HELD_MARGIN)
+
     async def _deliver_chat(self, chat_id: int, report: DrainReport, digest_mode_run: bool) -> None:
         # A forum topic found gone sends its alerts to General: they go in this same drain,
         # in another round (a few at most; anything left waits for the next drain).
@@ -279,7 +291,7 @@ class Sender:
             return
         if chat.delivery_mode == DeliveryMode.DIGEST and not digest_mode_run:
             return
-        rows = await self._store.outbox.pending_for_chat(chat_id, self._clock.now())
+        rows = await self._store.outbox.pending_for_chat(chat_id, self._due_by())
         if not rows:
             return
         composition = await compose_for_chat(self._store, chat, rows, digest_run=digest_mode_run,

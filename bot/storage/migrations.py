@@ -466,6 +466,18 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         CREATE INDEX outbox_created ON outbox(created_at);
         """,
     ),
+    (
+        14,
+        "outbox_message indexes only rows with a message: an alert is stored without one",
+        """
+        -- A poll stores hundreds of thousands of alerts, none sent yet; each entry of a
+        -- (chat_id, message_id) index lands at a random place (chats are spread), a page
+        -- written per alert. Only sent rows are ever looked up by their message.
+        DROP INDEX outbox_message;
+        CREATE INDEX outbox_message ON outbox(chat_id, message_id)
+            WHERE message_id IS NOT NULL;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -7,6 +7,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 import aiosqlite
 
@@ -51,12 +52,14 @@ def _row(row: sqlite3.Row) -> OutboxRow:
 
 
 def _outbox_rows(alerts: Sequence[Alert], now: float, revisions_due: float) -> list[tuple]:
-    return [
+    """Insert parameters, by chat: the (chat_id, …) index takes them page after page instead
+    of at random. The sort is stable, so a chat's alerts keep their order (their ids)."""
+    return sorted((
         (a.chat_id, a.arxiv_id, a.version, a.kind, json.dumps(list(a.subscription_ids)),
          json.dumps(list(a.matched_queries)), int(a.saved_revision), now,
          revisions_due if a.kind == AlertKind.REVISION else now, a.topic_id, a.chat_id)
         for a in alerts
-    ]
+    ), key=itemgetter(0))
 
 
 class OutboxRepository:
@@ -126,7 +129,10 @@ class OutboxRepository:
 
     async def pending_for_chat(self, chat_id: int, now: float | None = None) -> list[OutboxRow]:
         """A chat's pending alerts (due by `now` when given), oldest first."""
-        sql = "SELECT * FROM outbox WHERE chat_id = ? AND status = 'pending'"
+        # `+status`: found through the chat's own rows, never by walking every pending row of
+        # every chat (outbox_due): after a big poll that is half a million, 70 ms for each
+        # chat's /resume and each chat of a drain, instead of 3 ms.
+        sql = "SELECT * FROM outbox WHERE chat_id = ? AND +status = 'pending'"
         params: list[object] = [chat_id]
         if now is not None:
             sql += " AND due_at <= ?"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import aiosqlite
@@ -43,6 +43,33 @@ def paper_from_row(row: sqlite3.Row, version: int | None = None) -> Paper:
     )
 
 
+def latest_versions(papers: Iterable[Paper]) -> list[Paper]:
+    """Each id once, at the highest version listed, in the order first listed (a feed lists a
+    cross-listed paper under each of its categories)."""
+    unique: dict[str, Paper] = {}
+    for paper in papers:
+        kept = unique.get(paper.arxiv_id)
+        if kept is None or paper.version > kept.version:
+            unique[paper.arxiv_id] = paper
+    return list(unique.values())
+
+
+def classify(papers: Iterable[Paper], announced: Mapping[str, Paper]) -> list[PaperChange]:
+    """Per paper, given the latest announced versions stored: new, revised or seen."""
+    changes: list[PaperChange] = []
+    for paper in papers:
+        previous = announced.get(paper.arxiv_id)
+        if previous is None:
+            revision = paper.version > 1 and paper.announce_type is not None \
+                and paper.announce_type.is_revision
+            changes.append(PaperChange(paper, "revised" if revision else "new", None))
+        elif paper.version > previous.version:
+            changes.append(PaperChange(paper, "revised", previous))
+        else:
+            changes.append(PaperChange(paper, "seen", None))
+    return changes
+
+
 class PaperRepository:
     """Reads and writes `papers` and `paper_versions`."""
 
@@ -62,30 +89,12 @@ class PaperRepository:
         Re-ingesting the same papers changes nothing. Within a batch, the same id twice
         (a feed listing a paper under two categories) counts once.
         """
-        unique: dict[str, Paper] = {}
-        for paper in papers:
-            kept = unique.get(paper.arxiv_id)
-            if kept is None or paper.version > kept.version:
-                unique[paper.arxiv_id] = paper
+        unique = latest_versions(papers)
         if not unique:
             return []
-        stored = await self._latest(conn, unique.keys())
-        changes: list[PaperChange] = []
-        version_rows, paper_rows, fill_rows = [], [], []
-        for paper in unique.values():
-            previous = stored.get(paper.arxiv_id)
-            if previous is None:
-                status = "revised" if paper.version > 1 and paper.announce_type and \
-                    paper.announce_type.is_revision else "new"
-            elif paper.version > previous.version:
-                status = "revised"
-            else:
-                changes.append(PaperChange(paper, "seen", None))
-                fill_rows.append(paper)
-                continue
-            changes.append(PaperChange(paper, status, previous))
-            paper_rows.append(paper)
-            version_rows.append(paper)
+        changes = classify(unique, await self._latest(conn, (p.arxiv_id for p in unique)))
+        fresh = [c.paper for c in changes if c.status != "seen"]
+        fill_rows = [c.paper for c in changes if c.status == "seen"]
         await conn.executemany(
             """
             INSERT INTO papers (arxiv_id, latest_version, title, authors, abstract, categories,
@@ -112,7 +121,7 @@ class PaperRepository:
                 (p.arxiv_id, p.version, p.title, json.dumps(list(p.authors)), p.abstract,
                  json.dumps(list(p.categories)), p.primary_category, p.comment, p.journal_ref,
                  p.doi, p.license, _ts(p.published), _ts(p.updated), now, now)
-                for p in paper_rows
+                for p in fresh
             ],
         )
         await conn.executemany(
@@ -125,7 +134,7 @@ class PaperRepository:
                 (p.arxiv_id, p.version, p.title, json.dumps(list(p.authors)), p.abstract,
                  json.dumps(list(p.categories)), p.comment, p.journal_ref, p.doi,
                  p.announce_type.value if p.announce_type else None, _ts(p.updated), now)
-                for p in version_rows
+                for p in fresh
             ],
         )
         # A known version seen again may carry what the feed lacked (the API has comments).
@@ -139,6 +148,16 @@ class PaperRepository:
              if p.comment or p.journal_ref or p.doi],
         )
         return changes
+
+    async def announced(self, arxiv_ids: Iterable[str]) -> dict[str, Paper]:
+        """The latest versions the feeds announced, as last committed (read without waiting
+        for a writer); see `_latest`."""
+        found: dict[str, Paper] = {}
+        for chunk, marks in in_chunks(arxiv_ids):
+            rows = await self._db.fetchall(
+                f"SELECT * FROM papers WHERE from_feed = 1 AND arxiv_id IN ({marks})", chunk)
+            found.update({row["arxiv_id"]: paper_from_row(row) for row in rows})
+        return found
 
     async def cache_lookups(self, papers: Sequence[Paper], now: float) -> None:
         """Keep papers fetched by id from the API (for /paper and saving) without marking them
