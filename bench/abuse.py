@@ -7,13 +7,15 @@ as production builds it (`bot.app.build_application`, the real command budget, t
 queue, arXiv's 3-second gap) and long-polls the fake Telegram; the fakes (`tests/fakes/`) run
 in their own process, as Telegram and arXiv run on their own machines, and drive the traffic
 (`tests/fakes/traffic.py`). Prints the quiet chats' latencies, what the noisy chat received,
-and the arXiv requests with their spacing, each beside its aim.
+and the arXiv requests with their spacing, each beside its aim. `--without-noise` is the
+control: the quiet chats alone, the noisy chat silent.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -103,6 +105,9 @@ def report(result: Figures, plan: Plan) -> None:
         print(f"quiet chats' /paper latency: {', '.join(f'{x:.2f}' for x in sorted(papers))} s, "
               f"max {max(papers):.2f} s  (aim <= 10 s: "
               f"{verdict(max(papers) <= 10.0 and len(papers) == plan.quiet_chats)})")
+    for latency, gap, previous in result.slow_helps:
+        print(f"  a /help answered in {latency:.3f} s went out {gap:.3f} s after the previous "
+              f"message to its chat ({previous!r}…): a chat gets one message a second")
     print(f"replies the noisy chat received: {result.noisy_replies}  "
           f"(aim <= 5: {verdict(result.noisy_replies <= 5)})")
     spacing = result.arxiv_min_spacing
@@ -115,9 +120,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0,
                         help="scale the traffic and its duration (default 1: 250 commands in 10 s)")
+    parser.add_argument("--without-noise", action="store_true",
+                        help="a control run: the noisy chat sends nothing, the quiet chats the "
+                             "same (what do their replies wait on without it?)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     plan = Plan().scaled(args.scale)
+    if args.without_noise:
+        plan = dataclasses.replace(plan, noisy_papers=0, noisy_others=0)
     ours, theirs = multiprocessing.Pipe()
     fakes = multiprocessing.get_context("spawn").Process(
         target=serve_fakes, args=(theirs, plan), daemon=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from bot.models import Paper
 from tests.fakes.arxiv_server import FakeArxivServer
@@ -59,6 +59,9 @@ class Figures:
     arxiv_requests: int
     arxiv_ids_asked: int
     arxiv_min_spacing: float | None
+    # Each /help answered in more than 0.5 s: (latency, how long after the previous message
+    # to the same chat it went out, the start of that message): what it waited on.
+    slow_helps: list[tuple[float, float, str]] = field(default_factory=list)
 
     @property
     def help_p50(self) -> float:
@@ -136,6 +139,7 @@ def figures(tg: FakeTelegram, arxiv: FakeArxivServer | None, sent: list[Sent],
     behind_own_paper: list[float] = []
     paper_latencies: list[float] = []
     unanswered: list[str] = []
+    slow_helps: list[tuple[float, float, str]] = []
     for chat in QUIET_CHATS[:plan.quiet_chats]:
         # A chat's updates are handled in order: its /paper's span holds up its next /help.
         paper_spans: list[tuple[float, float]] = []
@@ -154,8 +158,13 @@ def figures(tg: FakeTelegram, arxiv: FakeArxivServer | None, sent: list[Sent],
                 unanswered.append(f"{chat} /help #{index + 1}")
                 continue
             held = any(start < command.at < end for start, end in paper_spans)
-            (behind_own_paper if held else help_latencies).append(
-                help_answers[index] - command.at)
+            latency = help_answers[index] - command.at
+            (behind_own_paper if held else help_latencies).append(latency)
+            before = [(at, text) for at, to, text in outgoing
+                      if to == chat and at < help_answers[index]]
+            if not held and latency > 0.5 and before:
+                slow_helps.append((latency, help_answers[index] - before[-1][0],
+                                   before[-1][1][:40]))
     requests = [r for r in arxiv.requests if r.path == "/api/query"] if arxiv else []
     times = [r.time for r in requests]
     return Figures(
@@ -170,4 +179,5 @@ def figures(tg: FakeTelegram, arxiv: FakeArxivServer | None, sent: list[Sent],
         arxiv_requests=len(requests),
         arxiv_ids_asked=sum(len(r.query["id_list"][0].split(",")) for r in requests),
         arxiv_min_spacing=min((b - a for a, b in itertools.pairwise(times)), default=None),
+        slow_helps=slow_helps,
     )
