@@ -147,3 +147,13 @@ async def test_a_revision_replies_to_the_first_alert_in_the_same_topic(
     assert revision_here.reply_to_message_id == first_here.message_id
     assert revision_general.reply_to_message_id == first_general.message_id
     assert "Title was: Routing attention" in revision_here.text
+
+
+async def test_help_in_a_forum_explains_move_and_a_private_chat_is_spared_it(
+    harness: Harness,
+) -> None:
+    [methods] = await forum(harness, "Methods")
+    in_topic = await harness.ask(FORUM, "/help", thread_id=methods)
+    assert in_topic.message_thread_id == methods
+    assert "/move" in in_topic.text
+    assert "/move" not in (await harness.ask(5001, "/help")).text

@@ -75,13 +75,18 @@ GUIDE_HELP = _("/guide &lt;id&gt; — an AI reading guide written from the abstr
                "🧠 Guide button)")
 TRENDING_HELP = _("/trending — today's Hugging Face community picks; /trending mine — those "
                   "matching your subscriptions")
+# Only a forum group can bind subscriptions to topics, so only there does /help mention it.
+TOPICS_HELP = _("/move &lt;number&gt; inside a topic — that subscription's alerts go to this "
+                "topic; /follow inside a topic does the same for a new one")
 
 
 async def help_command(update: Update, context: BotContext) -> None:
-    """Explain the query language and every command (the optional ones when they are on)."""
+    """Explain the query language and every command (the optional ones where they work)."""
+    chat = update.effective_chat
     extras = [t(context.lang, text) for text, on in (
         (GUIDE_HELP, context.services.guides is not None),
-        (TRENDING_HELP, context.services.community is not None)) if on]
+        (TRENDING_HELP, context.services.community is not None),
+        (TOPICS_HELP, chat is not None and bool(chat.is_forum))) if on]
     await reply(update, context, "\n".join([t(context.lang, HELP_TEXT), *extras]))
 
 
