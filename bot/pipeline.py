@@ -52,7 +52,7 @@ MAX_DETAIL_LOOKUPS = 300  # three API requests a poll at the most
 # more chats) this many outbox rows: tens of milliseconds of SQLite's time on the project's
 # machine, which is how long a chat's /pause or /follow may wait for the ingest
 # (`bench/responsiveness.py` prints how long the poll held the writer each time).
-INGEST_BATCH_ALERTS = 1_000
+INGEST_BATCH_ALERTS = 500
 INGEST_BATCH_PAPERS = 200
 
 
