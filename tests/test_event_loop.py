@@ -9,7 +9,8 @@ import gc
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -47,24 +48,31 @@ class GatedMatcher:
         return self.real.match(papers)
 
 
-async def test_a_chat_is_answered_while_a_poll_is_matching(harness: Harness) -> None:
-    await harness.ask(CHAT, "/follow cs.LG")
+@asynccontextmanager
+async def poll_held_while_matching(harness: Harness) -> AsyncIterator[asyncio.Task]:
+    """A poll of two cs.LG papers, held inside its match until the block ends; yields the
+    poll's task, whose report the caller awaits after the block."""
     subscriptions = harness.services.subscriptions
     gated = GatedMatcher(subscriptions.matcher)
     subscriptions.matcher = gated  # type: ignore[assignment]
     harness.serve_feed([make_paper(1), make_paper(2)])
-
     poll = asyncio.create_task(harness.services.pipeline.poll())
     try:
         await asyncio.to_thread(gated.entered.wait, 30)
+        yield poll
+    finally:
+        gated.gate.set()
+
+
+async def test_a_chat_is_answered_while_a_poll_is_matching(harness: Harness) -> None:
+    await harness.ask(CHAT, "/follow cs.LG")
+    async with poll_held_while_matching(harness) as poll:
         # The poll is inside its ingest transaction, matching. Had it matched on the event
         # loop, nothing could answer until it finished, and it never would: the gate is shut.
         listing = await harness.ask(CHAT, "/list")
         assert "1. cs.LG" in listing.text
         assert not poll.done()
-    finally:
-        gated.gate.set()
-        report = await poll
+    report = await poll
     assert sorted(a.arxiv_id for a in report.alerts) == ["2611.10001", "2611.10002"]
     await harness.drain()
     assert len(harness.tg.messages(CHAT)) == 4  # follow, list, two alerts
@@ -72,22 +80,13 @@ async def test_a_chat_is_answered_while_a_poll_is_matching(harness: Harness) -> 
 
 async def test_a_chat_can_pause_while_a_poll_is_matching(harness: Harness) -> None:
     await harness.ask(CHAT, "/follow cs.LG")
-    subscriptions = harness.services.subscriptions
-    gated = GatedMatcher(subscriptions.matcher)
-    subscriptions.matcher = gated  # type: ignore[assignment]
-    harness.serve_feed([make_paper(1), make_paper(2)])
-
-    poll = asyncio.create_task(harness.services.pipeline.poll())
-    try:
-        await asyncio.to_thread(gated.entered.wait, 30)
+    async with poll_held_while_matching(harness) as poll:
         # Matching inside the ingest transaction held the one writer until the match was
         # done: /pause waited for it, and here it never would be (the gate is shut).
         paused = await harness.ask(CHAT, "/pause", timeout=5)
         assert "paused" in paused.text
         assert not poll.done()
-    finally:
-        gated.gate.set()
-        report = await poll
+    report = await poll
     assert len(report.alerts) == 2
     await harness.drain()
     assert len(harness.tg.messages(CHAT)) == 2, "paused before the poll stored its alerts"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,12 +35,28 @@ from bot.storage import Storage
 from bot.storage.rankings import StoredVocabulary
 
 FIXTURES = Path(__file__).parent / "fixtures"
+CHAT = 42
+START = 1_800_000_000.0
 
 
 @pytest.fixture(scope="module")
 def papers() -> list[Paper]:
     body = (FIXTURES / "api-search-all-testing-m100.atom.xml").read_bytes()
     return list(parse_api(body).papers)
+
+
+@pytest.fixture
+async def labelled_store(papers: list[Paper], tmp_path: Path) -> AsyncIterator[Storage]:
+    """A database holding the corpus, where chat CHAT saved just enough papers for a model."""
+    store = await Storage.open(tmp_path / "bot.sqlite3")
+    try:
+        await store.papers.upsert_many(papers, START)
+        await store.chats.record(CHAT, "private", "Ada", "en", START)
+        for paper in papers[:MIN_POSITIVES]:
+            await store.saved.save(CHAT, paper.arxiv_id, paper.version, START)
+        yield store
+    finally:
+        await store.close()
 
 
 def _setup(papers: list[Paper]) -> tuple[Vocabulary, dict[str, int], sparse.csr_matrix]:
@@ -113,39 +130,31 @@ def test_author_tokens_are_surname_and_initial() -> None:
 
 
 async def test_models_are_kept_and_retrained_only_when_labels_change(
-        papers: list[Paper], tmp_path: Path) -> None:
-    now = [1_800_000_000.0]
-    store = await Storage.open(tmp_path / "bot.sqlite3")
-    try:
-        await store.papers.upsert_many(papers, now[0])
-        chat = 42
-        await store.chats.record(chat, "private", "Ada", "en", now[0])
-        for paper in papers[:MIN_POSITIVES]:
-            await store.saved.save(chat, paper.arxiv_id, paper.version, now[0])
-        ranker = Ranker(store, lambda: now[0])
-        assert (await ranker.status(chat)).active
-        trained = (await store.rankings.model(chat)).trained_at
+        papers: list[Paper], labelled_store: Storage) -> None:
+    now = [START]
+    store, chat = labelled_store, CHAT
+    ranker = Ranker(store, lambda: now[0])
+    assert (await ranker.status(chat)).active
+    trained = (await store.rankings.model(chat)).trained_at
 
-        now[0] += 60
-        restarted = Ranker(store, lambda: now[0])  # a restart: nothing current is retrained
-        assert await restarted.model(chat) is not None
-        assert (await store.rankings.model(chat)).trained_at == trained
+    now[0] += 60
+    restarted = Ranker(store, lambda: now[0])  # a restart: nothing current is retrained
+    assert await restarted.model(chat) is not None
+    assert (await store.rankings.model(chat)).trained_at == trained
 
-        await store.feedback.set(chat, papers[50].arxiv_id, Feedback.LESS, now[0])
-        assert await restarted.model(chat) is not None
-        assert (await store.rankings.model(chat)).trained_at == now[0], "labels changed"
-        status = await restarted.status(chat)
-        assert (status.labels, status.positives, status.active) == (MIN_POSITIVES + 1,
-                                                                   MIN_POSITIVES, True)
+    await store.feedback.set(chat, papers[50].arxiv_id, Feedback.LESS, now[0])
+    assert await restarted.model(chat) is not None
+    assert (await store.rankings.model(chat)).trained_at == now[0], "labels changed"
+    status = await restarted.status(chat)
+    assert (status.labels, status.positives, status.active) == (MIN_POSITIVES + 1,
+                                                               MIN_POSITIVES, True)
 
-        await store.saved.remove(chat, papers[0].arxiv_id)
-        assert not (await restarted.status(chat)).active, "below the minimum: no model"
-        assert await store.rankings.model(chat) is None
+    await store.saved.remove(chat, papers[0].arxiv_id)
+    assert not (await restarted.status(chat)).active, "below the minimum: no model"
+    assert await store.rankings.model(chat) is None
 
-        similar = await restarted.similar(papers[3].arxiv_id, 3)
-        assert similar and papers[3].arxiv_id not in [p.arxiv_id for p in similar]
-    finally:
-        await store.close()
+    similar = await restarted.similar(papers[3].arxiv_id, 3)
+    assert similar and papers[3].arxiv_id not in [p.arxiv_id for p in similar]
 
 
 def test_the_settings_are_stored_with_the_vocabulary_and_change_its_fingerprint(
@@ -166,29 +175,21 @@ def test_the_settings_are_stored_with_the_vocabulary_and_change_its_fingerprint(
 
 
 async def test_a_vocabulary_fitted_with_other_settings_is_refitted_and_models_retrained(
-        papers: list[Paper], tmp_path: Path) -> None:
-    now = [1_800_000_000.0]
-    store = await Storage.open(tmp_path / "bot.sqlite3")
-    try:
-        await store.papers.upsert_many(papers, now[0])
-        chat = 42
-        await store.chats.record(chat, "private", "Ada", "en", now[0])
-        for paper in papers[:MIN_POSITIVES]:
-            await store.saved.save(chat, paper.arxiv_id, paper.version, now[0])
-        other = fit_vocabulary(papers, replace(FEATURES, ngrams=1, authors=False))
-        assert other is not None
-        await store.rankings.put_vocabulary(
-            StoredVocabulary(other.fingerprint, other.dump(), len(papers), now[0]))
+        papers: list[Paper], labelled_store: Storage) -> None:
+    now = [START]
+    store, chat = labelled_store, CHAT
+    other = fit_vocabulary(papers, replace(FEATURES, ngrams=1, authors=False))
+    assert other is not None
+    await store.rankings.put_vocabulary(
+        StoredVocabulary(other.fingerprint, other.dump(), len(papers), now[0]))
 
-        ranker = Ranker(store, lambda: now[0])
-        model = await ranker.model(chat)
-        assert model is not None
-        stored = await store.rankings.vocabulary()
-        assert stored is not None and stored.fingerprint != other.fingerprint, "refitted"
-        assert Vocabulary.load(stored.terms).features == FEATURES
-        assert model.vocabulary == stored.fingerprint
-    finally:
-        await store.close()
+    ranker = Ranker(store, lambda: now[0])
+    model = await ranker.model(chat)
+    assert model is not None
+    stored = await store.rankings.vocabulary()
+    assert stored is not None and stored.fingerprint != other.fingerprint, "refitted"
+    assert Vocabulary.load(stored.terms).features == FEATURES
+    assert model.vocabulary == stored.fingerprint
 
 
 def test_training_settings_reach_the_classifier(papers: list[Paper]) -> None:

@@ -275,6 +275,13 @@ _TAG_ENTITY = {
 _UNQUOTED_VALUE = re.compile(r"[A-Za-z0-9.\-]*")
 
 
+def _sender_id(chat: dict[str, Any], user_id: int | None) -> int:
+    """Who writes when a test names nobody: the user of a private chat, else a default member."""
+    if user_id is not None:
+        return user_id
+    return chat["id"] if chat["type"] == "private" else DEFAULT_GROUP_USER_ID
+
+
 def utf16_len(text: str) -> int:
     """Length in UTF-16 code units, Telegram's unit for offsets and lengths."""
     return len(text.encode("utf-16-le")) // 2
@@ -912,12 +919,7 @@ class FakeTelegram:
                       title: str | None) -> dict[str, Any]:
         """A new message from a user in the chat, without its content (lock held)."""
         chat = self._remember_chat(chat_id, chat_type, first_name, username, title)
-        sender_id = (
-            user_id
-            if user_id is not None
-            else (chat_id if chat["type"] == "private" else DEFAULT_GROUP_USER_ID)
-        )
-        user = self._remember_user(sender_id, first_name, username, language_code)
+        user = self._remember_user(_sender_id(chat, user_id), first_name, username, language_code)
         message_id = self._new_message_id(chat_id)
         self._user_messages.setdefault(chat_id, set()).add(message_id)
         return {"message_id": message_id, "from": user, "chat": chat, "date": int(time.time())}
@@ -1062,12 +1064,7 @@ class FakeTelegram:
             old_status = "left" if new_status in ("member", "administrator") else "member"
         with self._cond:
             chat = self._remember_chat(chat_id, chat_type, first_name, None, title)
-            sender_id = (
-                user_id
-                if user_id is not None
-                else (chat_id if chat["type"] == "private" else DEFAULT_GROUP_USER_ID)
-            )
-            user = self._remember_user(sender_id, first_name, None, language_code)
+            user = self._remember_user(_sender_id(chat, user_id), first_name, None, language_code)
             bot = self._bot_user()
             if new_status in ("kicked", "left"):
                 self._blocked.add(chat_id)
