@@ -9,9 +9,10 @@ import gc
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,6 @@ from bot import pipeline as pipeline_module
 from bot.arxiv.feeds import parse_api
 from bot.clock import ManualClock
 from bot.delivery.compose import DIGEST_THRESHOLD
-from bot.models import Match, Paper
 from bot.query.matcher import Matcher, survivors_frozen
 from bot.query.service import SubscriptionService
 from bot.ranking import service as ranking_service
@@ -34,18 +34,31 @@ FIXTURES = Path(__file__).parent / "fixtures"
 OTHER = 7302
 
 
+class Gate:
+    """Wraps a function run in a worker thread: each call waits until the test opens the gate,
+    so the test can act while the work is surely in progress."""
+
+    def __init__(self, real: Callable[..., Any], what: str) -> None:
+        self.real = real
+        self.what = what
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+
+    def __call__(self, *args: Any) -> Any:
+        self.entered.set()
+        assert self.opened.wait(30), f"the gate never opened: {self.what}"
+        return self.real(*args)
+
+    async def wait_entered(self) -> None:
+        await asyncio.to_thread(self.entered.wait, 30)
+
+
 class GatedMatcher:
     """The real matcher, except that `match` waits until the test opens the gate."""
 
     def __init__(self, real: Matcher) -> None:
         self.real = real
-        self.entered = threading.Event()
-        self.gate = threading.Event()
-
-    def match(self, papers: Sequence[Paper]) -> dict[int, list[Match]]:
-        self.entered.set()
-        assert self.gate.wait(30), "the test never opened the gate"
-        return self.real.match(papers)
+        self.match = Gate(real.match, "the poll's match")
 
 
 @asynccontextmanager
@@ -58,10 +71,10 @@ async def poll_held_while_matching(harness: Harness) -> AsyncIterator[asyncio.Ta
     harness.serve_feed([make_paper(1), make_paper(2)])
     poll = asyncio.create_task(harness.services.pipeline.poll())
     try:
-        await asyncio.to_thread(gated.entered.wait, 30)
+        await gated.match.wait_entered()
         yield poll
     finally:
-        gated.gate.set()
+        gated.match.opened.set()
 
 
 async def test_a_chat_is_answered_while_a_poll_is_matching(harness: Harness) -> None:
@@ -155,20 +168,14 @@ async def test_a_follow_made_while_the_worker_matches_reaches_the_matcher_after_
         subscriptions = SubscriptionService(storage, clock)
         await subscriptions.load()
         await subscriptions.follow(CHAT, "cs.LG")
-        started, gate = threading.Event(), threading.Event()
         paper = make_paper(1)
-
-        def work() -> set[int]:
-            started.set()
-            gate.wait(30)
-            return subscriptions.matcher.matching(paper)
-
+        work = Gate(lambda: subscriptions.matcher.matching(paper), "the worker's matching")
         matching = asyncio.create_task(subscriptions.in_worker(work))
-        await asyncio.to_thread(started.wait, 30)
+        await work.wait_entered()
         result = await subscriptions.follow(CHAT, "au:Yoneki")
         assert result.status == "added", "stored at once"
         assert len(subscriptions.matcher) == 1, "the index does not change under the worker"
-        gate.set()
+        work.opened.set()
         assert len(await matching) == 1
         assert len(subscriptions.matcher) == 2
         assert len(subscriptions.matcher.matching(paper)) == 2
@@ -207,23 +214,16 @@ async def test_a_chat_is_answered_while_its_stored_ranking_model_loads(
         expected = await Ranker(storage, clock.now).chat_scores(CHAT, papers[:20])
         assert expected is not None, "trained and stored"
 
-        entered, gate = threading.Event(), threading.Event()
-        load = ranking_service._loaded
-
-        def gated(stored: object) -> object:
-            entered.set()
-            assert gate.wait(30), "the event loop was blocked while the model loaded"
-            return load(stored)  # type: ignore[arg-type]
-
+        gated = Gate(ranking_service._loaded, "the event loop was blocked while the model loaded")
         monkeypatch.setattr(ranking_service, "_loaded", gated)
         restarted = Ranker(storage, clock.now)  # a restart: the model is read from storage
         scoring = asyncio.create_task(restarted.chat_scores(CHAT, papers[:20]))
-        await asyncio.to_thread(entered.wait, 30)
+        await gated.wait_entered()
         # The model is loading. Had it loaded on the event loop, nothing else could run until
         # the gate opened, and only this coroutine opens it.
         chat = await storage.chats.get(CHAT)
         assert chat is not None and not scoring.done()
-        gate.set()
+        gated.opened.set()
         assert await scoring == expected
     finally:
         await storage.close()
@@ -236,21 +236,15 @@ async def test_a_chat_is_answered_while_the_rankers_corpus_is_decoded(
         clock = ManualClock(time.time())
         await storage.papers.upsert_many([make_paper(n) for n in range(1, 4)], clock.now())
         await storage.chats.record(CHAT, "private", "Ada", "en", clock.now())
-        entered, gate = threading.Event(), threading.Event()
-        decode = ranking_storage.paper_from_row
-
-        def gated(row: object) -> Paper:
-            entered.set()
-            assert gate.wait(30), "the event loop was blocked while the rows were decoded"
-            return decode(row)  # type: ignore[arg-type]
-
+        gated = Gate(ranking_storage.paper_from_row,
+                     "the event loop was blocked while the rows were decoded")
         monkeypatch.setattr(ranking_storage, "paper_from_row", gated)
         corpus = asyncio.create_task(storage.rankings.corpus(10))
-        await asyncio.to_thread(entered.wait, 30)
+        await gated.wait_entered()
         # The rows are being decoded. On the event loop, nothing else could run meanwhile.
         chat = await storage.chats.get(CHAT)
         assert chat is not None and not corpus.done()
-        gate.set()
+        gated.opened.set()
         assert len(await corpus) == 3
     finally:
         await storage.close()
