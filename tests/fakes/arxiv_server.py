@@ -27,7 +27,6 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -35,7 +34,7 @@ import pytest
 
 from bot.models import ArxivId, Paper
 from tests.fakes.feedgen import api_error_feed, api_feed
-from tests.fakes.loopback import LoopbackServer
+from tests.fakes.loopback import FakeHandler, LoopbackServer
 
 MAX_DELAY = 30.0  # a forgotten delay must not hang a test run
 MAX_FAULTS = 1000
@@ -314,9 +313,8 @@ class FakeArxivServer(LoopbackServer):
                                    total_results=len(everything))
 
 
-def _make_handler(server: FakeArxivServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, like arXiv
+def _make_handler(server: FakeArxivServer) -> type[FakeHandler]:
+    class Handler(FakeHandler):  # keep-alive, like arXiv
 
         def do_GET(self) -> None:
             arrived = time.monotonic()
@@ -340,23 +338,7 @@ def _make_handler(server: FakeArxivServer) -> type[BaseHTTPRequestHandler]:
             server._record(RecordedRequest(
                 time=arrived, method="GET", path=path, query=query, headers=headers,
                 status=status, client_port=self.client_address[1]))
-            self._send(status, response_headers, body)
-
-        def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
-            try:
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", "0" if status == 304 else str(len(body)))
-                self.end_headers()
-                if status != 304:
-                    self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                # The client gave up (a timeout test); nothing left to tell it.
-                self.close_connection = True
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass  # keep test output clean; the request log is `server.requests`
+            self.respond(status, response_headers, body)
 
     return Handler
 

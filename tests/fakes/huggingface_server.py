@@ -18,12 +18,11 @@ import hashlib
 import json
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from bot.models import Paper
-from tests.fakes.loopback import LoopbackServer
+from tests.fakes.loopback import FakeHandler, LoopbackServer
 
 MAX_DELAY = 30.0
 
@@ -139,9 +138,8 @@ class FakeHuggingFace(LoopbackServer):
         return 200, {"ETag": etag}, body
 
 
-def _make_handler(server: FakeHuggingFace) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def _make_handler(server: FakeHuggingFace) -> type[FakeHandler]:
+    class Handler(FakeHandler):
 
         def do_GET(self) -> None:
             split = urlsplit(self.path)
@@ -150,19 +148,6 @@ def _make_handler(server: FakeHuggingFace) -> type[BaseHTTPRequestHandler]:
             status, extra, body = server._respond(split.path, query, headers)
             with server._lock:
                 server._requests.append(HFRequest(split.path, query, headers, status))
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                for name, value in extra.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", "0" if status == 304 else str(len(body)))
-                self.end_headers()
-                if status != 304:
-                    self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
+            self.respond(status, {"Content-Type": "application/json; charset=utf-8", **extra}, body)
 
     return Handler

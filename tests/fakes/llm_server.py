@@ -15,10 +15,9 @@ import json
 import time
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.loopback import LoopbackServer
+from tests.fakes.loopback import FakeHandler, LoopbackServer
 
 MAX_DELAY = 60.0
 
@@ -120,9 +119,8 @@ class FakeLLM(LoopbackServer):
                                request.body.get("model", "fake-model"))
 
 
-def _make_handler(server: FakeLLM) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def _make_handler(server: FakeLLM) -> type[FakeHandler]:
+    class Handler(FakeHandler):
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
@@ -140,16 +138,6 @@ def _make_handler(server: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self._send(status, answer)
 
         def _send(self, status: int, body: bytes) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
+            self.respond(status, {"Content-Type": "application/json"}, body)
 
     return Handler

@@ -8,6 +8,30 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
 
+class FakeHandler(BaseHTTPRequestHandler):
+    """A keep-alive request handler that answers with `respond` and logs nothing (each fake
+    keeps its own request log)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        """Send one response; a 304 has no body. A client that gave up (a timeout test) is
+        left alone: there is nothing left to tell it."""
+        try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", "0" if status == 304 else str(len(body)))
+            self.end_headers()
+            if status != 304:
+                self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
 class LoopbackServer:
     """Serves `handler` on a free port of 127.0.0.1 (or the given port) in a daemon thread.
 
