@@ -19,6 +19,15 @@ TOPICS = {
                 "error rate of fault-tolerant quantum computation."),
 }
 SUBJECTS = ("molecules", "citations", "traffic", "proteins", "social networks")
+FIRST_NUMBER = {"graph": 200, "quantum": 100}  # the second day's papers, by topic
+
+
+def second_day(topic: str, subjects: tuple[str, ...]) -> list:
+    """The second day's papers of one topic, one a subject, all by one author."""
+    title, abstract = TOPICS[topic]
+    return [make_paper(FIRST_NUMBER[topic] + n, title=title.format(x=s),
+                       abstract=abstract.format(x=s), authors=(f"{topic[0].upper()} Author",))
+            for n, s in enumerate(subjects)]
 
 
 def day() -> list:
@@ -82,12 +91,8 @@ async def test_a_digest_lists_the_chats_kind_of_paper_first_once_it_has_a_model(
     # The next day: twelve matches, quantum ones first by id, so a digest in arrival order
     # would open with them.
     subjects = (*SUBJECTS, "sensors")
-    quantum = [make_paper(100 + n, title=TOPICS["quantum"][0].format(x=s),
-                          abstract=TOPICS["quantum"][1].format(x=s), authors=("Q Author",))
-               for n, s in enumerate(subjects)]
-    graph = [make_paper(200 + n, title=TOPICS["graph"][0].format(x=s),
-                        abstract=TOPICS["graph"][1].format(x=s), authors=("G Author",))
-             for n, s in enumerate(subjects)]
+    quantum = second_day("quantum", subjects)
+    graph = second_day("graph", subjects)
     harness.serve_feed(quantum + graph, announce_date=DAY2)
     before = len(harness.tg.messages(CHAT))
 
@@ -139,12 +144,8 @@ async def test_for_you_sends_what_the_subscriptions_missed_with_reasons_once_a_d
     assert "For you is on" in reply.text and "up to 3 papers" in reply.text
     # Day two: four graph papers its subscription does not match, four quantum ones it does.
     subjects = ("sensors", "markets", "weather", "power grids")
-    quantum = [make_paper(100 + n, title=TOPICS["quantum"][0].format(x=s),
-                          abstract=TOPICS["quantum"][1].format(x=s), authors=("Q Author",))
-               for n, s in enumerate(subjects)]
-    graph = [make_paper(200 + n, title=TOPICS["graph"][0].format(x=s),
-                        abstract=TOPICS["graph"][1].format(x=s), authors=("G Author",))
-             for n, s in enumerate(subjects)]
+    quantum = second_day("quantum", subjects)
+    graph = second_day("graph", subjects)
     harness.serve_feed(quantum + graph, announce_date=DAY2)
     await harness.poll()
     before = len(harness.tg.messages(CHAT))
@@ -179,9 +180,7 @@ async def test_for_you_sends_nothing_on_a_day_nothing_clears_the_threshold(
     await harness.ask(CHAT, "/follow ti:graph")
     await harness.ask(CHAT, "/foryou on")
     # Day two: only quantum papers, which the subscription misses and the model scores low.
-    quantum = [make_paper(100 + n, title=TOPICS["quantum"][0].format(x=s),
-                          abstract=TOPICS["quantum"][1].format(x=s), authors=("Q Author",))
-               for n, s in enumerate(("sensors", "markets", "weather"))]
+    quantum = second_day("quantum", ("sensors", "markets", "weather"))
     harness.serve_feed(quantum, announce_date=DAY2)
     await harness.poll()
     before = len(harness.tg.messages(CHAT))
