@@ -3,8 +3,9 @@
 Run with `.venv/bin/python bench/abuse.py [--scale 1.0]`. Within 10 s one chat sends 50 `/paper`
 for ids arXiv does not have and 200 other commands; meanwhile 5 other chats each send `/help`
 five times and one `/paper` for a paper arXiv has (and the bot has not stored). The bot is built
-as production builds it (`bot.app.build_application`, the real command budget, the look-up
-queue, arXiv's 3-second gap) and long-polls the fake Telegram; the fakes (`tests/fakes/`) run
+as production builds it (`bot.chat.application.build_application`, the real command budget, the
+look-up queue, arXiv's 3-second gap) and long-polls the fake Telegram; the fakes
+(`tests/fakes/`) run
 in their own process, as Telegram and arXiv run on their own machines, and drive the traffic
 (`tests/fakes/traffic.py`). Prints the quiet chats' latencies, what the noisy chat received,
 and the arXiv requests with their spacing, each beside its aim. `--without-noise` is the
@@ -27,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.app import build_application
-from bot.clock import SystemClock
+from bot.chat.application import build_application
 from bot.config import load_settings
+from bot.core.clock import SystemClock
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import DEFAULT_TOKEN, FakeTelegram
 from tests.fakes.traffic import Figures, Plan, answered, drive, figures, quiet_papers

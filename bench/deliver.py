@@ -3,7 +3,8 @@
 Run with `.venv/bin/python bench/deliver.py [--rtt 0,0.1,0.3] [--alerts N] [--groups N]
 [--window K] [--gc-freeze]`. For each simulated round trip, chats and outbox rows are seeded into
 a fresh database through `bot.storage`; the bot is built exactly as production builds it
-(`bot.app.build_application`: the `Pacer` as PTB's rate limiter, default connection pool) and
+(`bot.chat.application.build_application`: the `Pacer` as PTB's rate limiter, default connection
+pool) and
 the real `Sender` drains the outbox with its default window and `Pacer`. The fake Telegram runs
 in its own process (as Telegram runs on its own machine) on loopback, answers every sendMessage
 a round trip after it was sent (counted half-way), and answers 429 when more than 30 messages
@@ -27,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.app import build_application
-from bot.clock import SystemClock
+from bot.chat.application import build_application
 from bot.config import load_settings
+from bot.core.clock import SystemClock
+from bot.core.models import Alert
 from bot.delivery.sender import Sender
-from bot.models import Alert
 from bot.storage import Storage
 from tests.fakes.feedgen import synth_papers
 from tests.fakes.telegram_server import DEFAULT_TOKEN, FakeTelegram
@@ -90,7 +91,7 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
                     # leave the collector's view, so no full collection stalls the event loop.
                     gc.collect()
                     gc.freeze()
-                # The same construction as bot.app's post_init (no pacer given: the default).
+                # As the application's post_init builds it (no pacer given: the default).
                 sender = Sender(bot, storage, clock, window=window)
                 started = time.perf_counter()
                 report = await sender.drain()

@@ -29,8 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.arxiv.calendar import ARXIV_ZONE, HOLIDAYS, ArxivCalendar
-from bot.freshness import FeedContent, PollTiming, assess, next_poll_delay
-from bot.models import FeedState
+from bot.arxiv.freshness import FeedContent, PollTiming, assess, next_poll_delay
+from bot.core.models import FeedState
 
 START = datetime(2026, 10, 25, 12, 0, tzinfo=ARXIV_ZONE)
 DAYS = 14

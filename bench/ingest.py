@@ -30,10 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.feeds import parse_rss
-from bot.clock import ManualClock
 from bot.config import load_settings
-from bot.pipeline import Pipeline
+from bot.core.clock import ManualClock
 from bot.query.service import SubscriptionService
+from bot.services.ingest import Pipeline
 from bot.storage import Storage
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed, synth_papers

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.vocabulary import load_vocabulary
 from bot.arxiv.taxonomy import CATEGORIES
-from bot.models import Paper
+from bot.core.models import Paper
 from bot.query.matcher import Matcher, PaperFeatures, evaluate_features
 from bot.query.parser import (
     And,

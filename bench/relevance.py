@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.vocabulary import load_vocabulary
 from bot.arxiv.feeds import parse_api, parse_rss
-from bot.models import Paper
+from bot.core.models import Paper
 from bot.ranking.features import FEATURES, TextFeatures, fit_vocabulary
 from bot.ranking.model import TRAINING, ChatLabels, Training, score, stack, train
 

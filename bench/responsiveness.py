@@ -40,12 +40,12 @@ import aiosqlite
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.match import CHATS, PAPERS, SUBSCRIPTIONS, Corpus
-from bot.app import build_application
-from bot.budget import UNLIMITED
-from bot.clock import SystemClock
+from bot.chat.application import build_application
 from bot.config import load_settings
+from bot.core.clock import SystemClock
 from bot.delivery.pacing import Pacer
 from bot.query.parser import QueryError, canonical, parse
+from bot.services.budget import UNLIMITED
 from bot.storage import Database, Storage
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed

@@ -71,13 +71,12 @@ from bench.vocabulary import load_vocabulary
 from bot.arxiv.calendar import HOLIDAYS, ArxivCalendar
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.plan import build_feed_plan
-from bot.clock import ManualClock
 from bot.config import load_settings
+from bot.core.clock import ManualClock
+from bot.core.models import AnnounceType, ArxivId, Paper
 from bot.delivery.pacing import Pacer
 from bot.delivery.sender import Sender
-from bot.jobs import prune, send_due_digests
-from bot.models import AnnounceType, ArxivId, Paper
-from bot.pipeline import Pipeline
+from bot.jobs.routine import prune, send_due_digests
 from bot.query.matcher import PaperFeatures, evaluate, evaluate_features
 from bot.query.parser import (
     And,
@@ -91,6 +90,7 @@ from bot.query.parser import (
     parse,
 )
 from bot.query.service import SubscriptionService
+from bot.services.ingest import Pipeline
 from bot.storage import Storage
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import listing_page, rss_feed

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from bot import __version__
 from bot.config import ConfigError, Settings, configure_logging, load_settings
-from bot.redaction import TOKEN_REJECTED
-from bot.redaction import install as install_redaction
-from bot.storage.db import DatabaseError
-from bot.storage.lock import DatabaseLock, DatabaseLocked
+from bot.core.redaction import TOKEN_REJECTED
+from bot.core.redaction import install as install_redaction
+from bot.storage.sqlite.db import DatabaseError
+from bot.storage.sqlite.lock import DatabaseLock, DatabaseLocked
 
 log = logging.getLogger("bot")
 
@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _check_database(path: Path) -> None:
-    from bot.storage.db import Database
+    from bot.storage.sqlite.db import Database
 
     # Without migrating: its log lines belong to the start proper (post_init).
     await (await Database.open(path, migrate=False)).close()
@@ -52,8 +52,8 @@ async def _check_database(path: Path) -> None:
 def _run(settings: Settings) -> int:
     from telegram.error import InvalidToken
 
-    from bot.app import build_application
-    from bot.runner import run
+    from bot.chat.application import build_application
+    from bot.runtime import run
 
     # Database trouble (a schema newer than this code) is reported before Telegram is tried.
     asyncio.run(_check_database(settings.database_path))

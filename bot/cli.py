@@ -7,10 +7,10 @@ from pathlib import Path
 
 from bot.arxiv.client import ArxivClient
 from bot.config import Settings
+from bot.core.models import Alert
 from bot.delivery.compose import DIGEST_THRESHOLD
-from bot.models import Alert
-from bot.pipeline import Pipeline, PollReport
 from bot.query.service import SubscriptionService
+from bot.services.ingest import Pipeline, PollReport
 from bot.storage import Storage
 
 
@@ -50,7 +50,7 @@ async def poll_once_cli(settings: Settings, *, dry_run: bool) -> int:
     """`python -m bot poll-once`: one poll; print the report; deliver unless it is a dry run."""
     from telegram import Bot
 
-    from bot.clock import SystemClock
+    from bot.core.clock import SystemClock
     from bot.delivery.sender import Sender
 
     clock = SystemClock()
@@ -86,7 +86,7 @@ async def poll_once_cli(settings: Settings, *, dry_run: bool) -> int:
 
 async def backup_cli(settings: Settings, path: Path) -> int:
     """`python -m bot backup PATH`: a consistent copy of the database, safe beside a running bot."""
-    from bot.storage.db import Database
+    from bot.storage.sqlite.db import Database
 
     # A mistyped DATABASE_PATH must fail, not "back up" a new empty database.
     db = await Database.open(settings.database_path, create=False, migrate=False)
@@ -100,10 +100,10 @@ async def backup_cli(settings: Settings, path: Path) -> int:
 
 async def health_cli(settings: Settings) -> int:
     """`python -m bot health`: one line; exit 0 only if arXiv and Telegram beats are recent."""
-    from bot.clock import SystemClock
-    from bot.health import assess
-    from bot.storage.db import Database
-    from bot.storage.heartbeats import HeartbeatRepository
+    from bot.core.clock import SystemClock
+    from bot.services.health import assess
+    from bot.storage.sqlite.db import Database
+    from bot.storage.sqlite.heartbeats import HeartbeatRepository
 
     db = await Database.open(settings.database_path, create=False, migrate=False)
     try:

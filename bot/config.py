@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
-from bot.redaction import RedactingFilter, token_secrets
+from bot.core.redaction import RedactingFilter, token_secrets
 
 _TOKEN_RE = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what Telegram accepts as secret_token
@@ -52,7 +52,7 @@ class Settings:
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = 8443
     webhook_secret: str | None = field(default=None, repr=False)
-    # `health` reports stale beyond these ages (see bot/health.py).
+    # `health` reports stale beyond these ages (see bot/services/health.py).
     health_max_arxiv_age_seconds: int = 3600
     health_max_telegram_age_seconds: int = 600
     send_window: int | None = None  # None: derived from the pace and a p99 round trip
@@ -70,7 +70,7 @@ class Settings:
             return False
         return chat_id == user_id or chat_id in self.admin_chat_ids
     arxiv_listing_url: str = "https://arxiv.org/list"
-    # Polling by arXiv's calendar (bot/freshness.py); POLL_INTERVAL_SECONDS stays the ceiling.
+    # Polling by arXiv's calendar (bot/arxiv/freshness.py); POLL_INTERVAL_SECONDS stays the ceiling.
     arxiv_tight_poll_seconds: int = 60
     arxiv_relaxed_poll_seconds: int = 3600
     arxiv_tight_window_seconds: int = 7200
@@ -291,7 +291,7 @@ def configure_logging(settings: Settings) -> None:
     """Log to stderr at the configured level with the token filtered out of every line."""
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    # Also redacted at the stream (bot.redaction.install); the filter covers handlers that
+    # Also redacted at the stream (bot.core.redaction.install); the filter covers handlers that
     # tests or operators attach to other streams.
     handler.addFilter(RedactingFilter(settings.secrets()))
     root = logging.getLogger()

@@ -14,16 +14,16 @@ import pytest
 from hypothesis import HealthCheck, settings
 from telegram.ext import Application
 
-from bot.app import build_application
 from bot.arxiv.client import ArxivClient
-from bot.budget import UNLIMITED, BudgetPolicy
-from bot.clock import Clock, ManualClock
+from bot.chat.application import build_application
+from bot.chat.context import Services
 from bot.config import Settings, load_settings
+from bot.core.clock import Clock, ManualClock
+from bot.core.models import AnnounceType, Paper
 from bot.delivery.pacing import Pacer
-from bot.handlers.context import Services
-from bot.jobs import send_due_digests, send_for_you
-from bot.models import AnnounceType, Paper
-from bot.pipeline import Pipeline, PollReport
+from bot.jobs.routine import send_due_digests, send_for_you
+from bot.services.budget import UNLIMITED, BudgetPolicy
+from bot.services.ingest import Pipeline, PollReport
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
 from tests.fakes.telegram_server import CallbackAnswer, FakeTelegram, SentMessage

@@ -24,7 +24,7 @@ from bot.arxiv.errors import (
     RateLimitedError,
 )
 from bot.arxiv.feeds import parse_api
-from bot.models import Paper
+from bot.core.models import Paper
 from tests.conftest import RecordingSleep
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed, synth_papers

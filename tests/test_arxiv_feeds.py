@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from bot.arxiv.errors import ApiError, ArxivError, FeedError
 from bot.arxiv.feeds import ApiResult, RssFeed, parse_api, parse_rss
-from bot.authors import detex_name, split_authors
-from bot.models import AnnounceType, Paper
+from bot.core.authors import detex_name, split_authors
+from bot.core.models import AnnounceType, Paper
 from tests.fakes.feedgen import api_feed, rss_feed, synth_papers
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.budget import COMMAND_COSTS, DEFAULT_COST, BudgetPolicy, CommandBudget
+from bot.services.budget import COMMAND_COSTS, DEFAULT_COST, BudgetPolicy, CommandBudget
 
 CHAT = 42
 COSTS = st.sampled_from([DEFAULT_COST, *COMMAND_COSTS.values()])

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from bot.arxiv.calendar import ArxivCalendar
 from bot.arxiv.errors import ListingError
+from bot.arxiv.freshness import PollTiming, assess, feed_content, next_poll_delay
 from bot.arxiv.listing import parse_listing
-from bot.freshness import PollTiming, assess, feed_content, next_poll_delay
-from bot.models import AnnounceType, FeedState, Freshness
+from bot.core.models import AnnounceType, FeedState, Freshness
 from tests.conftest import make_paper
 
 FIXTURE = Path(__file__).parent / "fixtures" / "listing-new-cs.AI-2026-08-12.EXCERPT.html"

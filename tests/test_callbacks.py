@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.core.models import ArxivId, Feedback
 from bot.delivery.callbacks import (
     MAX_BYTES,
     DigestMore,
@@ -20,7 +21,6 @@ from bot.delivery.callbacks import (
     decode,
     encode,
 )
-from bot.models import ArxivId, Feedback
 
 NEW_ID = ArxivId("2611.11450")
 OLD_ID_V12 = ArxivId("math.AG/0601001", 12)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.handlers.update_processor import PerChatUpdateProcessor
+from bot.chat.update_processor import PerChatUpdateProcessor
 from tests.conftest import Harness, make_paper
 
 SLOW = 1001

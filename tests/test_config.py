@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, load_settings
-from bot.redaction import RedactingFilter
+from bot.core.redaction import RedactingFilter
 
 TOKEN = "123456:ABC-def_ghi"
 

@@ -23,8 +23,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.clock import SystemClock
-from bot.models import Paper
+from bot.core.clock import SystemClock
+from bot.core.models import Paper
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
 from tests.conftest import TOKEN, make_paper

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import prune
-from bot.models import Alert
+from bot.core.models import Alert
+from bot.jobs.routine import prune
 from bot.storage import Storage
-from bot.storage.db import Database
-from bot.storage.migrations import LATEST_VERSION, MIGRATIONS
+from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 from tests.conftest import Harness, make_paper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,13 +205,13 @@ async def test_pruning_that_frees_a_large_share_vacuums_and_logs_it(
         papers = [make_paper(n, abstract=long_abstract) for n in range(1, 301)]
         await store.papers.upsert_many(papers, start)
         size = await store.db.size_bytes()
-        with caplog.at_level("INFO", logger="bot.jobs"):
+        with caplog.at_level("INFO", logger="bot.jobs.routine"):
             assert await prune(store, start + 91 * DAY) == (0, 300)
         assert await store.db.size_bytes() < size / 2, "the file shrank"
         freed = [r.getMessage() for r in caplog.records if "vacuum freed" in r.getMessage()]
         assert len(freed) == 1 and "MB" in freed[0]
         caplog.clear()
-        with caplog.at_level("INFO", logger="bot.jobs"):
+        with caplog.at_level("INFO", logger="bot.jobs.routine"):
             await prune(store, start + 92 * DAY)
         assert not [r for r in caplog.records if "vacuum" in r.getMessage()], \
             "nothing freed, no vacuum"

@@ -8,8 +8,8 @@ from unicodedata import normalize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.core.models import Paper
 from bot.delivery.diff import EXCERPT_CHARS, describe_changes
-from bot.models import Paper
 
 V1 = Paper(
     arxiv_id="2611.11450",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot.budget import BudgetPolicy
-from bot.clock import SystemClock
+from bot.core.clock import SystemClock
+from bot.services.budget import BudgetPolicy
 from tests.conftest import make_settings, start_bot, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import FakeTelegram

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.models import AnnounceType, Feedback, Paper
+from bot.core.models import AnnounceType, Feedback, Paper
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage, utf16_len
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.budget import BudgetPolicy
-from bot.clock import ManualClock
+from bot.core.clock import ManualClock
+from bot.services.budget import BudgetPolicy
 from tests.conftest import Harness, make_paper, make_settings, start_bot, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import FakeTelegram

@@ -72,7 +72,7 @@ async def test_forged_data_is_answered_and_changes_nothing(harness: Harness,
                                                           caplog: pytest.LogCaptureFixture
                                                           ) -> None:
     views = await two_chats(harness)
-    caplog.set_level(logging.ERROR, logger="bot.handlers.basic")
+    caplog.set_level(logging.ERROR, logger="bot.chat.handlers.basic")
     before = await snapshot(harness)
     shown = {name: harness.tg.message(m.chat_id, m.message_id) for name, m in views.items()}
     for data in FORGERIES:

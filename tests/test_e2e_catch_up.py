@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.delivery.compose import DIGEST_MAX_ENTRIES
-from bot.jobs import prune
-from bot.storage.outbox import HELD_ALERT_DAYS
+from bot.jobs.routine import prune
+from bot.storage.sqlite.outbox import HELD_ALERT_DAYS
 from tests.conftest import Harness, make_paper
 
 LAB = 7001

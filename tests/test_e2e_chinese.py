@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from bot.app import COMMANDS
-from bot.models import Paper
+from bot.chat.application import COMMANDS
+from bot.core.models import Paper
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
 from tests.glossary import violations_in_chat_text

@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.clock import ManualClock
-from bot.models import AnnounceType, Freshness, Paper, SourceOutcome
+from bot.core.clock import ManualClock
+from bot.core.models import AnnounceType, Freshness, Paper, SourceOutcome
 from tests.conftest import Harness, make_paper, make_settings, start_bot, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import listing_page, rss_feed
@@ -144,7 +144,7 @@ async def test_an_empty_feed_on_a_listed_holiday_is_quiet(bot: Harness) -> None:
     jobs = bot.app.job_queue
     from types import SimpleNamespace
 
-    from bot.polling import poll_job
+    from bot.jobs.poll import poll_job
     await poll_job(SimpleNamespace(services=bot.services, job_queue=jobs))
 
     source = (await bot.services.storage.sources.all())[0]

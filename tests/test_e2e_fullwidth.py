@@ -6,7 +6,7 @@ was normalised, `cs.LG －survey` meant "cs.LG AND survey", the opposite of what
 
 from __future__ import annotations
 
-from bot.models import Paper
+from bot.core.models import Paper
 from tests.conftest import Harness, make_paper
 
 ZH = {"language_code": "zh-hans"}

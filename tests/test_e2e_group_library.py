@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bibtexparser
 
-from bot.models import AnnounceType
+from bot.core.models import AnnounceType
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
 

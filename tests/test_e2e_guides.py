@@ -31,7 +31,7 @@ def fake_llm() -> Iterator[FakeLLM]:
 @asynccontextmanager
 async def running(tmp_path: Path, tg: FakeTelegram, arxiv: FakeArxivServer,
                   llm: FakeLLM | None, **overrides: str) -> AsyncIterator[Harness]:
-    from bot.clock import ManualClock
+    from bot.core.clock import ManualClock
 
     if llm is not None:
         overrides = {"LLM_API_URL": llm.api_url, "LLM_API_KEY": KEY,

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from telegram.ext import Application, MessageHandler, filters
 
-from bot.handlers import basic
+from bot.chat.handlers import basic
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
 
@@ -183,7 +183,7 @@ async def test_every_command_refuses_hostile_input_politely_and_changes_nothing(
         harness: Harness, payload: str, caplog: pytest.LogCaptureFixture) -> None:
     answers_plain_text(harness.app)
     await prepare(harness, ADMIN_CHAT)
-    caplog.set_level(logging.ERROR, logger="bot.handlers.basic")
+    caplog.set_level(logging.ERROR, logger="bot.chat.handlers.basic")
     for command in COMMANDS:
         if command in ("/pause", "/resume"):
             # Their effect is the command itself, arguments or not: apply it first, then
@@ -211,7 +211,7 @@ async def test_every_command_refuses_hostile_input_politely_and_changes_nothing(
         check_reply(hint, text)
         assert "/help" in hint.text
         assert await snapshot(harness) == before
-    assert not [r for r in caplog.records if r.name == "bot.handlers.basic"]
+    assert not [r for r in caplog.records if r.name == "bot.chat.handlers.basic"]
     assert "/follow" in (await harness.ask(ADMIN_CHAT, "/start")).text, "still serving"
 
 
@@ -363,7 +363,7 @@ async def test_generated_input_never_breaks_a_command(
         answers_plain_text(harness.app)
         await prepare(harness, CHAT)
         fuzz_state["ready"] = True
-    caplog.set_level(logging.ERROR, logger="bot.handlers.basic")
+    caplog.set_level(logging.ERROR, logger="bot.chat.handlers.basic")
     for _ in range(5):
         command = data.draw(st.sampled_from([*COMMANDS, ""]), label="command")
         # Replies are read in English below, so the chat keeps its language.
@@ -378,6 +378,6 @@ async def test_generated_input_never_breaks_a_command(
         fuzz_state["messages"] = int(fuzz_state["messages"]) + 1  # type: ignore[call-overload]
         check_reply(reply, sent)
         check_change(command, before, await snapshot(harness), reply)
-        errors = [r for r in caplog.records if r.name == "bot.handlers.basic"]
+        errors = [r for r in caplog.records if r.name == "bot.chat.handlers.basic"]
         assert not errors, f"{sent[:80]!r} reached the error handler"
     assert "/follow" in (await harness.ask(CHAT, "/start")).text

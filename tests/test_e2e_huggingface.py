@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.clock import ManualClock
+from bot.core.clock import ManualClock
 from tests.conftest import Harness, make_paper, make_settings, start_bot, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.huggingface_server import FakeHuggingFace, daily_entry

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from bot.core.models import Paper
 from bot.importer.parse import MAX_IMPORT_BYTES
-from bot.models import Paper
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
 

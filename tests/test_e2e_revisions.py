@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import build_application
-from bot.clock import ManualClock
+from bot.chat.application import build_application
+from bot.core.clock import ManualClock
 from bot.delivery.pacing import Pacer
-from bot.polling import poll_job
+from bot.jobs.poll import poll_job
 from bot.storage import Storage
 from tests.conftest import Harness, make_paper, make_settings, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.models import Paper
+from bot.core.models import Paper
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.models import Paper
+from bot.core.models import Paper
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import DEFAULT_GROUP_USER_ID, SentMessage
 

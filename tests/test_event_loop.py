@@ -16,17 +16,17 @@ from typing import Any
 
 import pytest
 
-from bot import pipeline as pipeline_module
 from bot.arxiv.feeds import parse_api
-from bot.clock import ManualClock
+from bot.core.clock import ManualClock
 from bot.delivery.compose import DIGEST_THRESHOLD
 from bot.query.matcher import Matcher, survivors_frozen
 from bot.query.service import SubscriptionService
 from bot.ranking import service as ranking_service
 from bot.ranking.model import MIN_POSITIVES
 from bot.ranking.service import Ranker
+from bot.services import ingest as pipeline_module
 from bot.storage import Storage
-from bot.storage import rankings as ranking_storage
+from bot.storage.sqlite import rankings as ranking_storage
 from tests.conftest import Harness, make_paper
 
 CHAT = 7301

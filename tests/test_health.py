@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import telegram_heartbeat_job
-from bot.polling import poll_job
+from bot.jobs.poll import poll_job
+from bot.jobs.routine import telegram_heartbeat_job
 from bot.storage import Storage
-from bot.storage.heartbeats import Beat
+from bot.storage.sqlite.heartbeats import Beat
 from tests.conftest import Harness, make_paper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,8 +106,8 @@ async def test_a_failed_poll_does_not_beat(harness: Harness) -> None:
 
 
 def test_health_on_a_database_not_yet_migrated_is_stale_not_a_traceback(tmp_path: Path) -> None:
-    from bot.storage.db import Database
-    from bot.storage.migrations import MIGRATIONS
+    from bot.storage.sqlite.db import Database
+    from bot.storage.sqlite.migrations import MIGRATIONS
 
     heartbeats = next(n for n, about, _ in MIGRATIONS if about.startswith("heartbeats"))
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.arxiv.client import ArxivClient
-from bot.clock import ManualClock
+from bot.core.clock import ManualClock
 from bot.sources.huggingface import CommunityPicks, HuggingFaceError, parse_daily_papers
 from bot.storage import Storage
 from tests.conftest import make_paper

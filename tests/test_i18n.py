@@ -18,7 +18,7 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
-from bot.i18n import language_from_telegram, t, tn
+from bot.core.i18n import language_from_telegram, t, tn
 from tests.fakes.telegram_server import EntityParseError, parse_html
 from tests.glossary import forbidden_terms, violations_in_chat_text
 

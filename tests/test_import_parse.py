@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.core.models import ArxivId
 from bot.importer.parse import (
     MAX_IMPORT_BYTES,
     MAX_IMPORT_ENTRIES,
@@ -23,7 +24,6 @@ from bot.importer.parse import (
     read_text,
     read_upload,
 )
-from bot.models import ArxivId
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 

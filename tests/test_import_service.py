@@ -14,11 +14,11 @@ from telegram import Update
 
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.lookups import LookupQueue
-from bot.budget import IMPORT_MAX_COST, LOOKUP_COST, import_cost, upload_cost
-from bot.handlers.guard import update_cost
+from bot.chat.guard import update_cost
+from bot.core.models import ArxivId
 from bot.importer.parse import read_id_list
 from bot.importer.service import LibraryImporter
-from bot.models import ArxivId
+from bot.services.budget import IMPORT_MAX_COST, LOOKUP_COST, import_cost, upload_cost
 from bot.storage import Storage
 from tests.conftest import make_paper
 from tests.fakes.arxiv_server import FakeArxivServer

@@ -13,7 +13,7 @@ import pytest
 from bot.arxiv.client import INTERACTIVE, ArxivClient, RequestPolicy
 from bot.arxiv.errors import ArxivError, FetchTimeoutError
 from bot.arxiv.lookups import LookupQueue, TooManyLookups
-from bot.models import ArxivId
+from bot.core.models import ArxivId
 from tests.conftest import make_paper
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed

@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.clock import SystemClock
+from bot.core.clock import SystemClock
+from bot.core.redaction import TOKEN_REJECTED
 from bot.query.service import SubscriptionService
-from bot.redaction import TOKEN_REJECTED
 from bot.storage import Storage
 from tests.conftest import make_paper
 from tests.fakes.arxiv_server import FakeArxivServer
@@ -125,7 +125,7 @@ def test_every_path_a_traceback_takes_is_redacted(tmp_path: Path) -> None:
     secret = REJECTED_TOKEN.split(":")[1]
     script = f"""
 import asyncio, gc, logging, threading, warnings
-from bot.redaction import install, token_secrets
+from bot.core.redaction import install, token_secrets
 install(token_secrets({REJECTED_TOKEN!r}))
 logging.basicConfig(level=logging.INFO)
 token = {REJECTED_TOKEN!r}
@@ -296,11 +296,11 @@ async def test_the_bot_starts_when_the_command_menu_cannot_be_set(
     tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from bot.clock import ManualClock
+    from bot.core.clock import ManualClock
     from tests.conftest import make_settings, start_bot, stop_bot
 
     fake_telegram.fail_next("setMyCommands", 500, times=5)
-    with caplog.at_level("WARNING", logger="bot.app"):
+    with caplog.at_level("WARNING", logger="bot.chat.application"):
         app = await start_bot(make_settings(tmp_path, fake_telegram, fake_arxiv),
                               ManualClock(time.time()))
     try:
@@ -396,7 +396,7 @@ def test_a_stop_that_cannot_finish_is_cut_off_with_exit_1_and_one_line(
     assert bot.terminate_and_wait(timeout=STOP_TIMEOUT + 5) == 1, bot.stderr
     after_the_signal = bot.stderr.split("stopping (SIGTERM)", 1)[1].strip().splitlines()
     assert len(after_the_signal) == 1, after_the_signal
-    assert "ERROR bot.runner: stopping took longer than 9.5 s; exiting now" in after_the_signal[0]
+    assert "ERROR bot.runtime: stopping took longer than 9.5 s; exiting now" in after_the_signal[0]
     assert bot.stdout == ""
     connection = sqlite3.connect(tmp_path / "data" / "bot.sqlite3")
     try:

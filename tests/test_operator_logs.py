@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.polling import poll_job
+from bot.jobs.poll import poll_job
 from tests.conftest import Harness, make_paper
 
 
@@ -31,7 +31,7 @@ async def test_each_poll_logs_one_structured_summary(harness: Harness,
 
 
 def test_retry_backoff_doubles_and_yields_to_the_regular_poll() -> None:
-    from bot.polling import retry_delay
+    from bot.jobs.poll import retry_delay
 
     assert [retry_delay(n, 900) for n in (1, 2, 3, 4, 5)] == [60, 120, 240, 480, None]
     assert retry_delay(1, 30) is None, "a poll every 30 s needs no extra retry"

@@ -17,11 +17,11 @@ from bot import __version__
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.plan import build_feed_plan
 from bot.arxiv.taxonomy import CATEGORIES
-from bot.clock import ManualClock
 from bot.config import Settings, load_settings
-from bot.models import Alert, AnnounceType, Paper
-from bot.pipeline import Pipeline, PollReport
+from bot.core.clock import ManualClock
+from bot.core.models import Alert, AnnounceType, Paper
 from bot.query.service import SubscriptionService
+from bot.services.ingest import Pipeline, PollReport
 from bot.storage import Storage
 from tests.conftest import TOKEN, Harness, RecordingSleep, make_paper
 from tests.fakes.arxiv_server import FakeArxivServer

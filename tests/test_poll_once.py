@@ -11,8 +11,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.app import build_application
-from bot.clock import ManualClock, SystemClock
+from bot.chat.application import build_application
+from bot.core.clock import ManualClock, SystemClock
 from bot.delivery.pacing import Pacer
 from bot.query.service import SubscriptionService
 from bot.storage import Storage

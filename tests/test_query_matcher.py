@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.models import Match, Paper
+from bot.core.models import Match, Paper
 from bot.query.matcher import Matcher, anchors, evaluate
 from bot.query.parser import Node, QueryError, parse
 

@@ -17,7 +17,7 @@ from scipy import sparse
 from sklearn.metrics import roc_auc_score
 
 from bot.arxiv.feeds import parse_api
-from bot.models import Feedback, Paper
+from bot.core.models import Feedback, Paper
 from bot.ranking.features import FEATURES, Vocabulary, author_token, fit_vocabulary
 from bot.ranking.model import (
     MIN_POSITIVES,
@@ -32,7 +32,7 @@ from bot.ranking.model import (
 )
 from bot.ranking.service import Ranker
 from bot.storage import Storage
-from bot.storage.rankings import StoredVocabulary
+from bot.storage.sqlite.rankings import StoredVocabulary
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CHAT = 42

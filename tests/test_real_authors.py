@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.authors import clean_author, split_authors
+from bot.core.authors import clean_author, split_authors
+from bot.core.models import Paper
 from bot.delivery.bibtex import bibtex_author
-from bot.models import Paper
 from bot.query.matcher import Matcher, evaluate
 from bot.query.parser import parse
 

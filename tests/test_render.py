@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from telegram import InlineKeyboardMarkup
 
+from bot.core.models import ArxivId, Feedback, Paper
 from bot.delivery.callbacks import Rate, ToggleAbstract, ToggleSave, decode
 from bot.delivery.diff import describe_changes
 from bot.delivery.latex import latex_to_unicode
@@ -33,7 +34,6 @@ from bot.delivery.render import (
     with_feedback_state,
     with_saved_state,
 )
-from bot.models import ArxivId, Feedback, Paper
 
 TELEGRAM_LIMIT = 4096
 ALLOWED_TAGS = {"b", "i", "code", "a"}

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.models import Alert, AnnounceType, Paper
+from bot.core.models import Alert, AnnounceType, Paper
 from bot.storage import Storage
-from bot.storage.db import Database
-from bot.storage.migrations import LATEST_VERSION
+from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.migrations import LATEST_VERSION
 
 NOW = 1_790_000_000.0
 

@@ -28,7 +28,7 @@ from bot.arxiv.errors import (
 )
 from bot.arxiv.feeds import ApiResult, RssFeed, parse_api, parse_rss
 from bot.arxiv.listing import Listing, parse_listing
-from bot.models import ArxivId, Paper
+from bot.core.models import ArxivId, Paper
 
 __all__ = [
     "INTERACTIVE",

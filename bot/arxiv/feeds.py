@@ -20,8 +20,8 @@ from typing import Any
 import feedparser
 
 from bot.arxiv.errors import ApiError, FeedError
-from bot.authors import clean_author, clean_space, split_authors
-from bot.models import AnnounceType, ArxivId, Paper
+from bot.core.authors import clean_author, clean_space, split_authors
+from bot.core.models import AnnounceType, ArxivId, Paper
 
 log = logging.getLogger(__name__)
 

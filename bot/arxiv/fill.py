@@ -1,8 +1,9 @@
 """Read one announcement from the listing pages, as the feed would have carried it.
 
-Used when a feed is stale (`bot/freshness.py`). Each name of the feed URL (`cs`, `math.AG`) has
-its page; the entries are combined as a combined feed lists them (each paper once, new before
-cross before replacement), and their versions and the details a page lacks come from the API
+Used when a feed is stale (`bot/arxiv/freshness.py`). Each name of the feed URL (`cs`,
+`math.AG`) has its page; the entries are combined as a combined feed lists them (each paper
+once, new before cross before replacement), and their versions and the details a page lacks come
+from the API
 in batches. A page of another date, a page whose counts disagree with its entries, or a paper
 whose version cannot be known raises `ListingError`: a partial day is never ingested.
 """
@@ -16,7 +17,7 @@ from datetime import date
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.errors import ListingError
 from bot.arxiv.listing import ListingEntry
-from bot.models import AnnounceType, Paper
+from bot.core.models import AnnounceType, Paper
 
 _KIND_ORDER = (AnnounceType.NEW, AnnounceType.CROSS, AnnounceType.REPLACE,
                AnnounceType.REPLACE_CROSS)

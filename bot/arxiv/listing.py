@@ -1,6 +1,6 @@
 """Parse arXiv's announcement listing page (`/list/{category}/new`) into entries.
 
-The page is read only when a feed is stale (see `bot/freshness.py`). It has a date heading
+The page is read only when a feed is stale (see `bot/arxiv/freshness.py`). It has a date heading
 ("Showing new listings for Wednesday, 12 August 2026"), one heading per section with its
 counts ("New submissions (showing 2 of 2 entries)", "Cross submissions …", "Replacement
 submissions …"), and `<dt>`/`<dd>` pairs: the id and links in `<dt>`; title, authors, comments,
@@ -17,7 +17,7 @@ from datetime import date, datetime
 from html.parser import HTMLParser
 
 from bot.arxiv.errors import ListingError
-from bot.models import AnnounceType, ArxivId, Paper
+from bot.core.models import AnnounceType, ArxivId, Paper
 
 _DATE_HEADING = re.compile(r"showing new listings for \w+,?\s+(\d{1,2} \w+ \d{4})", re.I)
 _SECTION_HEADING = re.compile(

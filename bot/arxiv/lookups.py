@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from bot.arxiv.client import INTERACTIVE, ArxivClient
 from bot.arxiv.errors import ArxivError
-from bot.models import ArxivId, Paper
+from bot.core.models import ArxivId, Paper
 
 log = logging.getLogger(__name__)
 

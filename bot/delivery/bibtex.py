@@ -10,9 +10,9 @@ import bibtexparser
 from bibtexparser.model import Entry, Field
 from pylatexenc.latexencode import UnicodeToLatexEncoder
 
-from bot.authors import split_suffix
+from bot.core.authors import split_suffix
+from bot.core.models import Paper
 from bot.delivery.latex import latex_to_unicode
-from bot.models import Paper
 from bot.query.text import PARTICLES
 
 # Non-ASCII letters become LaTeX accents ({\"u}), and LaTeX's specials (& % $ # _ { } ~ ^ \)

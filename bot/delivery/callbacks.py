@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from telegram.constants import InlineKeyboardButtonLimit
 
-from bot.models import ArxivId, Feedback
+from bot.core.models import ArxivId, Feedback
 
 VERSION = "v1"
 MAX_BYTES = InlineKeyboardButtonLimit.MAX_CALLBACK_DATA  # 64 bytes

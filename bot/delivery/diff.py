@@ -7,7 +7,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
-from bot.models import Paper
+from bot.core.models import Paper
 
 EXCERPT_CHARS = 120
 # difflib is quadratic in the worst case; real abstracts are under 300 words.

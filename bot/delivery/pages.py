@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
+from bot.core.i18n import t
+from bot.core.models import ArxivId, LibraryEntry
 from bot.delivery import callbacks
 from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import (
@@ -15,8 +17,6 @@ from bot.delivery.render import (
     shorten_authors,
     truncate_at_word,
 )
-from bot.i18n import t
-from bot.models import ArxivId, LibraryEntry
 
 PAGE_SIZE = 5
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import MessageLimit
 
+from bot.core.i18n import t, tn
+from bot.core.models import GENERAL, AlertKind, ArxivId, CommunityPick, Feedback, Paper
 from bot.delivery.callbacks import (
     Action,
     DigestMore,
@@ -29,8 +31,6 @@ from bot.delivery.callbacks import (
 )
 from bot.delivery.diff import PaperDiff
 from bot.delivery.latex import clean_text, has_latex, latex_to_unicode
-from bot.i18n import t, tn
-from bot.models import GENERAL, AlertKind, ArxivId, CommunityPick, Feedback, Paper
 
 log = logging.getLogger(__name__)
 

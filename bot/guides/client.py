@@ -10,7 +10,7 @@ import re
 import httpx
 
 from bot import __version__
-from bot.models import Paper
+from bot.core.models import Paper
 
 log = logging.getLogger(__name__)
 

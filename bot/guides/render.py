@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import html
 
+from bot.core.i18n import t
+from bot.core.models import Guide, Paper
 from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import truncate_at_word
 from bot.guides.service import Failure, Refusal
-from bot.i18n import t
-from bot.models import Guide, Paper
 
 
 def _esc(text: str) -> str:

@@ -7,7 +7,8 @@ import logging
 from dataclasses import dataclass
 from enum import StrEnum
 
-from bot.clock import Clock
+from bot.core.clock import Clock
+from bot.core.models import Guide, Paper
 from bot.guides.client import (
     EmptyAnswer,
     EndpointBusy,
@@ -16,7 +17,6 @@ from bot.guides.client import (
     GuideError,
     MalformedAnswer,
 )
-from bot.models import Guide, Paper
 from bot.storage import Storage
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ import bibtexparser
 from bibtexparser.model import Entry
 
 from bot.arxiv.taxonomy import ARCHIVES, SUBSUMED
-from bot.models import ArxivId
+from bot.core.models import ArxivId
 
 MAX_IMPORT_BYTES = 1024 * 1024  # 1 MB: a Zotero export of some 700 papers with abstracts
 MAX_IMPORT_ENTRIES = 500  # BibTeX entries, or IDs in a list, in one import

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from bot.arxiv.errors import ArxivError
 from bot.arxiv.lookups import LookupQueue
+from bot.core.models import ArxivId, GroupMember, Paper
 from bot.importer.parse import ImportSource
-from bot.models import ArxivId, GroupMember, Paper
 from bot.storage import Storage
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from functools import partial
 from itertools import pairwise
 
 from bot.arxiv.taxonomy import listed_in
-from bot.models import Match, Paper
+from bot.core.models import Match, Paper
 from bot.query.parser import (
     MIN_PREFIX_LENGTH,
     And,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.arxiv.taxonomy import ARCHIVES, SUBSUMED, canonical_name
-from bot.i18n import _
+from bot.core.i18n import _
 from bot.query.text import PersonName, has_cjk, normalise_input, split_name, words
 
 MAX_QUERY_LENGTH = 300
@@ -37,7 +37,7 @@ _CATEGORY_SHAPE = re.compile(
 class QueryError(ValueError):
     """A query that cannot be used, with the 1-based column where the problem is.
 
-    `template` is the English message id for `bot.i18n.t`, `values` fills its placeholders.
+    `template` is the English message id for `bot.core.i18n.t`, `values` fills its placeholders.
     """
 
     def __init__(self, template: str, position: int, **values: object) -> None:

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
-from bot.clock import Clock
-from bot.models import GENERAL, Paper, Subscription
+from bot.core.clock import Clock
+from bot.core.models import GENERAL, Paper, Subscription
 from bot.query.matcher import Matcher, freeze_long_lived
 from bot.query.parser import (
     And,

@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cache
 
-from bot.authors import NAME_SUFFIXES, split_suffix
+from bot.core.authors import NAME_SUFFIXES, split_suffix
 
 # A word is a run of letters and digits; `_` counts as punctuation (LaTeX subscripts).
 _WORD_RE = re.compile(r"[^\W_]+")

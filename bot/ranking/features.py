@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import sparse
 
-from bot.models import Paper
+from bot.core.models import Paper
 
 if TYPE_CHECKING:
     from sklearn.feature_extraction.text import TfidfVectorizer

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from bot.models import Paper
+from bot.core.models import Paper
 from bot.ranking.features import FEATURES, Vocabulary, fit_vocabulary
 from bot.ranking.model import (
     MIN_POSITIVES,
@@ -29,7 +29,7 @@ from bot.ranking.model import (
     train,
 )
 from bot.storage import Storage
-from bot.storage.rankings import StoredModel, StoredVocabulary
+from bot.storage.sqlite.rankings import StoredModel, StoredVocabulary
 
 FOR_YOU_THRESHOLD = 0.0  # the classifier's own boundary: above it, the model calls it a match
 FOR_YOU_WINDOW = 86_400  # seconds: a day's papers are the candidates

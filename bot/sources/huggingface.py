@@ -23,8 +23,8 @@ import httpx
 from bot import __version__
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.errors import ArxivError
-from bot.clock import Clock
-from bot.models import ArxivId, CommunityPick, Paper
+from bot.core.clock import Clock
+from bot.core.models import ArxivId, CommunityPick, Paper
 from bot.storage import Storage
 
 log = logging.getLogger(__name__)

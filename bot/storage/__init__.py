@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.storage.chats import ChatRepository
-from bot.storage.community import CommunityRepository
-from bot.storage.db import Database
-from bot.storage.feedback import FeedbackRepository
-from bot.storage.guides import GuideRepository
-from bot.storage.heartbeats import HeartbeatRepository
-from bot.storage.outbox import OutboxRepository
-from bot.storage.papers import PaperRepository
-from bot.storage.rankings import RankingRepository
-from bot.storage.saved import SavedRepository
-from bot.storage.sources import SourceRepository
-from bot.storage.subscriptions import SubscriptionRepository
-from bot.storage.topics import TopicRepository
+from bot.storage.sqlite.chats import ChatRepository
+from bot.storage.sqlite.community import CommunityRepository
+from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.feedback import FeedbackRepository
+from bot.storage.sqlite.guides import GuideRepository
+from bot.storage.sqlite.heartbeats import HeartbeatRepository
+from bot.storage.sqlite.outbox import OutboxRepository
+from bot.storage.sqlite.papers import PaperRepository
+from bot.storage.sqlite.rankings import RankingRepository
+from bot.storage.sqlite.saved import SavedRepository
+from bot.storage.sqlite.sources import SourceRepository
+from bot.storage.sqlite.subscriptions import SubscriptionRepository
+from bot.storage.sqlite.topics import TopicRepository
 
 
 class Storage:

@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from bot.models import ArxivId, Paper
+from bot.core.models import ArxivId, Paper
 from tests.fakes.feedgen import api_error_feed, api_feed
 from tests.fakes.loopback import FakeHandler, LoopbackServer
 

@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from email.utils import format_datetime
 from xml.sax.saxutils import escape, quoteattr
 
-from bot.models import AnnounceType, Paper
+from bot.core.models import AnnounceType, Paper
 
 _EASTERN = timezone(timedelta(hours=-5))
 ANNOUNCE_DAY = datetime(2024, 11, 28, 5, 0, tzinfo=UTC)  # Thu, 28 Nov 2024 00:00:00 -0500

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from bot.models import Paper
+from bot.core.models import Paper
 from tests.fakes.loopback import FakeHandler, LoopbackServer
 
 MAX_DELAY = 30.0

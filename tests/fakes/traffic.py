@@ -13,7 +13,7 @@ import statistics
 import time
 from dataclasses import dataclass, field, replace
 
-from bot.models import Paper
+from bot.core.models import Paper
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import synth_papers
 from tests.fakes.telegram_server import FakeTelegram

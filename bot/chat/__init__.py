@@ -1,0 +1,1 @@
+"""The Telegram chat edge: the PTB application, its handlers and their context."""

@@ -1,0 +1,224 @@
+"""/stats, an arXiv tracker's front page for the chat, and /status for operators."""
+
+from __future__ import annotations
+
+from telegram import Update
+
+from bot import __version__
+from bot.chat.context import BotContext
+from bot.chat.handlers.common import quote, reply
+from bot.core.i18n import t, tn
+from bot.core.models import Freshness
+from bot.delivery.schedule import local_time
+from bot.ranking.model import MIN_POSITIVES
+from bot.ranking.service import RankerStatus
+from bot.services.health import assess
+from bot.storage.sqlite.heartbeats import Beat
+from bot.storage.sqlite.sources import Source
+
+AI_CATEGORIES = ("cs.AI", "cs.LG", "cs.CL", "cs.CV", "cs.NE", "stat.ML")
+DAY = 86400
+
+
+def duration(lang: str, seconds: float) -> str:
+    """A short duration such as '3 min', '2 h' or '4 days'."""
+    seconds = max(0, int(seconds))
+    if seconds < 3600:
+        return t(lang, "{n} min", n=seconds // 60)
+    if seconds < 2 * DAY:
+        return t(lang, "{n} h", n=seconds // 3600)
+    return t(lang, "{n} days", n=seconds // DAY)
+
+
+def age(lang: str, seconds: float) -> str:
+    """How long ago: 'just now', '3 min ago', '2 h ago'."""
+    if seconds < 60:
+        return t(lang, "just now")
+    return t(lang, "{duration} ago", duration=duration(lang, seconds))
+
+
+def source_name(url: str) -> str:
+    """The feed's archives/categories, which is what an operator recognises."""
+    return url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def freshness(lang: str, source: Source, zone: str) -> str:
+    """The source against arXiv's calendar: quiet, fresh, waiting, stale or filled."""
+    state = source.state
+    expected = state.expected_on.isoformat() if state.expected_on else "—"
+    since = local_time(state.stale_since, zone, "%Y-%m-%d %H:%M") if state.stale_since else "—"
+    match state.freshness:
+        case Freshness.QUIET:
+            return t(lang, "quiet (no announcement due)")
+        case Freshness.FRESH:
+            return t(lang, "fresh")
+        case Freshness.WAITING:
+            return t(lang, "waiting for the {date} announcement", date=expected)
+        case Freshness.STALE:
+            return t(lang, "stale since {time}, expected {date}", time=since, date=expected)
+        case Freshness.FILLED:
+            return t(lang, "stale since {time}, expected {date}; filled from the listing",
+                     time=since, date=expected)
+    return t(lang, "not checked yet")
+
+
+def freshness_line(lang: str, source: Source, zone: str) -> str:
+    """State, last announcement seen, when the feed last changed, when it was last checked."""
+    state = source.state
+    when = "%m-%d %H:%M"
+    return t(
+        lang, "    {state} · announcement {date} · feed changed {changed} · checked {checked}",
+        state=freshness(lang, source, zone),
+        date=state.announced_on.isoformat() if state.announced_on else "—",
+        changed=local_time(state.changed_at, zone, when) if state.changed_at else "—",
+        checked=local_time(source.last_attempt_at, zone, when)
+        if source.last_attempt_at else "—",
+    )
+
+
+def is_arxiv_feed(context: BotContext, source: Source) -> bool:
+    """Whether the source is an arXiv feed, which keeps to arXiv's calendar (Hugging Face's
+    daily list does not)."""
+    return source.url.startswith(context.settings.arxiv_rss_url)
+
+
+def source_mark(source: Source, failed: str) -> str:
+    if source.state.freshness is Freshness.STALE:
+        return "⚠️"
+    return "✅" if source.healthy else failed
+
+
+def _announced(lang: str, *, new: int, revised: int, ai: int) -> str:
+    """"+12 new papers, +3 revisions (5 AI-related)", each count with its own plural."""
+    return t(lang, "{new}, {revised} ({ai:,} AI-related)",
+             new=tn(lang, "<b>+{count:,}</b> new paper", "<b>+{count:,}</b> new papers", new),
+             revised=tn(lang, "<b>+{count:,}</b> revision", "<b>+{count:,}</b> revisions",
+                        revised),
+             ai=ai)
+
+
+async def stats(update: Update, context: BotContext) -> None:
+    """Papers and revisions of the last 24 h and 7 d, last scans, and this chat's numbers."""
+    lang = context.lang
+    store = context.store
+    now = context.now()
+    chat_id = update.effective_chat.id
+    record = context.chat_record
+    zone = record.timezone if record else "UTC"
+    day = await store.papers.ingest_counts(now - DAY, AI_CATEGORIES)
+    week = await store.papers.ingest_counts(now - 7 * DAY, AI_CATEGORIES)
+    lines = [
+        t(lang, "📊 <b>arXiv at a glance</b>"),
+        t(lang, "Last 24 h: {counts}", counts=_announced(lang, **day)),
+        t(lang, "Last 7 days: {counts}", counts=_announced(lang, **week)),
+        t(lang, "AI reading guides: <b>+{count:,}</b> in 24 h",
+          count=await store.guides.written_since(now - DAY)),
+        t(lang, "HF community picks: <b>+{day:,}</b> in 24 h, <b>+{week:,}</b> in 7 days",
+          day=await store.community.count_since(now - DAY),
+          week=await store.community.count_since(now - 7 * DAY)),
+        "",
+    ]
+    sources = await store.sources.all()
+    if not sources:
+        lines.append(t(lang, "No scan has run yet."))
+    for source in sources:
+        if source.last_success_at is None:
+            lines.append(t(lang, "{mark} {name}: no successful scan yet", mark="⚠️",
+                           name=quote(source_name(source.url))))
+            continue
+        lines.append(t(
+            lang, "{mark} {name}: last scan {time} ({age})",
+            mark=source_mark(source, "⚠️"), name=quote(source_name(source.url)),
+            time=local_time(source.last_success_at, zone, "%H:%M"),
+            age=age(lang, now - source.last_success_at),
+        ))
+        if is_arxiv_feed(context, source):
+            lines.append(freshness_line(lang, source, zone))
+    subscriptions = await context.subscriptions.for_chat(chat_id)
+    lines += [
+        "",
+        t(lang, "<b>This chat</b>: {matches}, {week} in 7 days · {saved} saved · "
+                "{subscriptions}",
+          matches=tn(lang, "{count} match in 24 h", "{count} matches in 24 h",
+                     await store.outbox.chat_matches_since(chat_id, now - DAY)),
+          week=await store.outbox.chat_matches_since(chat_id, now - 7 * DAY),
+          saved=await store.saved.count(chat_id),
+          subscriptions=tn(lang, "{count} subscription", "{count} subscriptions",
+                           len(subscriptions))),
+        _ranking_line(lang, await context.ranker.status(chat_id)),
+    ]
+    await reply(update, context, "\n".join(lines))
+
+
+def _ranking_line(lang: str, ranking: RankerStatus) -> str:
+    """How many labels the chat gave and whether its ranker is on."""
+    labels = tn(lang, "{count} label", "{count} labels", ranking.labels)
+    if ranking.active:
+        return t(lang, "🎯 Ranking: {labels} · your model is active", labels=labels)
+    return t(lang, "🎯 Ranking: {labels} · the model starts at {minimum} saved or 👍 papers "
+                   "({missing} to go)", labels=labels, minimum=MIN_POSITIVES,
+             missing=MIN_POSITIVES - ranking.positives)
+
+
+async def status(update: Update, context: BotContext) -> None:
+    """Operators only: sources' health, the queue, chats, subscriptions, size, uptime."""
+    lang = context.lang
+    user = update.effective_user
+    if not context.settings.is_operator(user.id if user else None, update.effective_chat.id):
+        await reply(update, context, t(lang, "Sorry, /status is for the bot's operators only."))
+        return
+    store = context.store
+    now = context.now()
+    lines = [t(lang, "🛠 <b>Status</b> — version {version}, up {uptime}",
+               version=__version__, uptime=duration(lang, now - context.services.started_at)),
+             ""]
+    sources = await store.sources.all()
+    if not sources:
+        lines.append(t(lang, "No source polled yet."))
+    for source in sources:
+        mark = source_mark(source, "❌")
+        last = (local_time(source.last_success_at, "UTC", "%Y-%m-%d %H:%M UTC") + " · "
+                + age(lang, now - source.last_success_at)) if source.last_success_at else "—"
+        lines.append(f"{mark} <code>{quote(source_name(source.url))}</code>")
+        lines.append(t(lang, "    last success: {last}; failures in a row: {failures}; "
+                             "items last fetch: {items}",
+                       last=last, failures=source.consecutive_failures,
+                       items=source.last_items if source.last_items is not None else "—"))
+        if is_arxiv_feed(context, source):
+            lines.append(freshness_line(lang, source, "UTC"))
+        if source.last_error:
+            lines.append(t(lang, "    last error: {error}", error=quote(source.last_error[:300])))
+        if source.state.listing_error:
+            lines.append(t(lang, "    listing: {error}",
+                           error=quote(source.state.listing_error[:300])))
+    beats = await store.heartbeats.all()
+    answered = context.services.telegram_ok_at  # newer than the stored beat, once a minute
+    if answered is not None:
+        beats[Beat.TELEGRAM] = max(answered, beats.get(Beat.TELEGRAM, answered))
+    health = assess(beats, context.settings, now)
+    for beat_age, label in ((health.arxiv, t(lang, "Last successful arXiv poll")),
+                             (health.telegram, t(lang, "Last successful Telegram call"))):
+        seen = beat_age.age(now)
+        lines.append(t(
+            lang, "{mark} {label}: {age} (limit {limit})",
+            mark="❌" if beat_age.stale(now) else "✅", label=label,
+            age=t(lang, "never") if seen is None else age(lang, seen),
+            limit=duration(lang, beat_age.limit),
+        ))
+    outbox = await store.outbox.counts()
+    chats = await store.chats.counts()
+    size_mb = await store.db.size_bytes() / 1_000_000
+    lines += [
+        "",
+        t(lang, "Outbox: {pending} pending, {sending} being sent, {held} held, {expired} "
+                "expired, {failed} failed, {sent} sent", **outbox),
+    ]
+    if (failure := await store.outbox.last_failure()) is not None:
+        lines.append(t(lang, "    last failed alert: {error}", error=quote(failure[:300])))
+    lines += [
+        t(lang, "Chats: {active} active, {inactive} inactive, {paused} paused", **chats),
+        t(lang, "Subscriptions: {count}", count=await store.subscriptions.count()),
+        t(lang, "Papers stored: {count:,}", count=await store.papers.count()),
+        t(lang, "Database: {size:.1f} MB", size=size_mb),
+    ]
+    await reply(update, context, "\n".join(lines))

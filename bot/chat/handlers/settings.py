@@ -1,0 +1,182 @@
+"""Per-chat settings: /pause, /resume, /digest, /tz, /lang."""
+
+from __future__ import annotations
+
+from telegram import Update
+
+from bot.chat.context import BotContext
+from bot.chat.handlers.common import (
+    may_change_settings,
+    quote,
+    read_argument,
+    reply,
+)
+from bot.core.i18n import SUPPORTED_LANGUAGES, t, tn
+from bot.core.models import DeliveryMode
+from bot.delivery.schedule import canonical_zone, local_time, next_digest_after, parse_hhmm
+from bot.ranking.model import MIN_POSITIVES
+
+
+async def pause(update: Update, context: BotContext) -> None:
+    """Stop alerts; matches keep being collected."""
+    if not await may_change_settings(update, context):
+        return
+    await context.store.chats.set_paused(update.effective_chat.id, True)
+    await reply(update, context, t(
+        context.lang, "⏸ Alerts paused. I keep collecting matches; /resume delivers them."
+    ))
+
+
+async def resume(update: Update, context: BotContext) -> None:
+    """Restart alerts; what matched meanwhile arrives now (as a digest when many)."""
+    if not await may_change_settings(update, context):
+        return
+    chat_id = update.effective_chat.id
+    await context.store.chats.set_paused(chat_id, False)
+    waiting = len(await context.store.outbox.pending_for_chat(chat_id))
+    await reply(update, context, tn(
+        context.lang, "▶️ Alerts resumed. {count} match from the pause is on its way.",
+        "▶️ Alerts resumed. {count} matches from the pause are on their way.", waiting,
+    ) if waiting else t(context.lang, "▶️ Alerts resumed."))
+
+
+async def digest(update: Update, context: BotContext) -> None:
+    """`/digest HH:MM` for one daily digest at local time, `/digest off` for instant alerts."""
+    lang = context.lang
+    argument = await read_argument(update, context)
+    if argument is None:
+        return
+    record = context.chat_record
+    if not argument:
+        current = (t(lang, "a daily digest at {time} ({zone})", time=record.digest_time,
+                     zone=record.timezone)
+                   if record and record.delivery_mode == DeliveryMode.DIGEST
+                   else t(lang, "instant alerts"))
+        await reply(update, context, t(
+            lang, "You get {current}. Send <code>/digest 08:00</code> for one daily digest at "
+            "that time, or <code>/digest off</code> for instant alerts.", current=current,
+        ))
+        return
+    if not await may_change_settings(update, context):
+        return
+    chat_id = update.effective_chat.id
+    if argument.lower() == "off":
+        await context.store.chats.set_digest(chat_id, None, context.now())
+        await reply(update, context, t(lang, "Instant alerts are back on."))
+        return
+    when = parse_hhmm(argument)
+    if when is None:
+        await reply(update, context, t(
+            lang, "Please give a time as HH:MM, for example <code>/digest 08:00</code>, "
+            "or <code>/digest off</code>."
+        ))
+        return
+    zone = record.timezone if record else "UTC"
+    await context.store.chats.set_digest(chat_id, when, context.now())
+    first = next_digest_after(context.now(), when, zone)
+    await reply(update, context, t(
+        lang, "🗞 One daily digest at {time} ({zone}); the first comes {first}. "
+        "/tz changes the time zone, <code>/digest off</code> returns to instant alerts.",
+        time=when, zone=zone, first=local_time(first, zone),
+    ))
+
+
+async def timezone(update: Update, context: BotContext) -> None:
+    """Set the chat's IANA time zone (used for digests and dates)."""
+    lang = context.lang
+    argument = await read_argument(update, context)
+    if argument is None:
+        return
+    record = context.chat_record
+    if not argument:
+        await reply(update, context, t(
+            lang, "Your time zone is {zone}. Change it with, for example, "
+            "<code>/tz Asia/Shanghai</code> or <code>/tz Europe/Berlin</code>.",
+            zone=record.timezone if record else "UTC",
+        ))
+        return
+    zone = canonical_zone(argument)
+    if zone is None:
+        await reply(update, context, t(
+            lang, "I don't know the time zone “{zone}”. Use an IANA name such as "
+            "<code>Asia/Shanghai</code>, <code>America/New_York</code> or <code>UTC</code>.",
+            zone=quote(argument[:60]),
+        ))
+        return
+    if not await may_change_settings(update, context):
+        return
+    await context.store.chats.set_timezone(update.effective_chat.id, zone)
+    await reply(update, context, t(
+        lang, "🕗 Time zone set to {zone} (now {time} there).",
+        zone=zone, time=local_time(context.now(), zone, "%H:%M"),
+    ))
+
+
+async def language(update: Update, context: BotContext) -> None:
+    """Switch the chat's language: `/lang en` or `/lang zh`."""
+    argument = await read_argument(update, context)
+    if argument is None:
+        return
+    choice = argument.lower()
+    if choice not in SUPPORTED_LANGUAGES:
+        await reply(update, context, t(
+            context.lang, "Choose <code>/lang en</code> (English) or <code>/lang zh</code> (中文)."
+        ))
+        return
+    if not await may_change_settings(update, context):
+        return
+    chat_id = update.effective_chat.id
+    await context.store.chats.set_language(chat_id, choice)
+    context.chat_data["record"] = await context.store.chats.get(chat_id)
+    await reply(update, context, t(choice, "Language set to English."))
+
+
+FOR_YOU_DEFAULT_COUNT = 5
+FOR_YOU_MAX_COUNT = 20
+FOR_YOU_DEFAULT_TIME = "09:00"  # local time, for a chat without a digest time
+
+
+def for_you_time(record: object) -> str:
+    """When a chat's For-you message comes: its digest time, else the default hour."""
+    return getattr(record, "digest_time", None) or FOR_YOU_DEFAULT_TIME
+
+
+async def for_you(update: Update, context: BotContext) -> None:
+    """`/foryou on|off|N`: a daily message of papers the subscriptions missed but the chat's
+    model scores highly."""
+    lang = context.lang
+    argument = await read_argument(update, context)
+    if argument is None:
+        return
+    chat_id = update.effective_chat.id
+    word = argument.strip().lower()
+    count: int | None
+    if word == "on":
+        current = await context.store.rankings.for_you(chat_id)
+        count = current.count if current else FOR_YOU_DEFAULT_COUNT
+    elif word.isdigit() and 1 <= int(word) <= FOR_YOU_MAX_COUNT:
+        count = int(word)
+    elif word == "off":
+        count = None
+    else:
+        await reply(update, context, t(
+            lang, "Send <code>/foryou on</code>, <code>/foryou off</code> or "
+            "<code>/foryou N</code> (1–{maximum} papers a day).", maximum=FOR_YOU_MAX_COUNT))
+        return
+    if not await may_change_settings(update, context):
+        return
+    await context.store.rankings.set_for_you(chat_id, count, context.now())
+    if count is None:
+        await reply(update, context, t(lang, "For you is off."))
+        return
+    record = context.chat_record
+    lines = [t(lang, "✨ For you is on: once a day at {time} ({zone}), up to {count} papers "
+                     "your subscriptions did not match but your saved and 👍 papers suggest.",
+               time=for_you_time(record), zone=record.timezone if record else "UTC",
+               count=count)]
+    status = await context.ranker.status(chat_id)
+    if not status.active:
+        lines.append(t(lang, "It starts once you have {minimum} saved or 👍 papers "
+                             "({missing} to go).", minimum=MIN_POSITIVES,
+                       missing=MIN_POSITIVES - status.positives))
+    await reply(update, context, "\n".join(lines))

@@ -1,0 +1,31 @@
+"""Forum topics' names, learnt from what Telegram sends in each topic."""
+
+from __future__ import annotations
+
+from telegram import Update
+
+from bot.chat.context import BotContext
+from bot.chat.handlers.common import topic_of
+from bot.core.models import GENERAL
+
+
+async def remember_topic(update: Update, context: BotContext) -> None:
+    """A topic's name from its service messages (created, renamed), or, for a topic made
+    before the bot joined, from the opening message that each message in it replies to."""
+    message, chat = update.effective_message, update.effective_chat
+    topic = topic_of(update)
+    if message is None or chat is None or topic == GENERAL:
+        return
+    name = None
+    if message.forum_topic_created is not None:
+        name = message.forum_topic_created.name
+    elif message.forum_topic_edited is not None:
+        name = message.forum_topic_edited.name  # None when only the icon changed
+    else:
+        opener = message.reply_to_message
+        if (opener is not None and opener.forum_topic_created is not None
+                and opener.message_id == topic
+                and not await context.store.topics.knows(chat.id, topic)):
+            name = opener.forum_topic_created.name
+    if name:
+        await context.store.topics.remember(chat.id, topic, name)

@@ -1,0 +1,1 @@
+"""The ground floor: domain values, the clock, languages, redaction, text helpers."""

@@ -1,0 +1,1 @@
+"""The scheduled jobs: the poll and its schedule, delivery, digests, For you, upkeep."""

@@ -1,0 +1,181 @@
+"""The scheduled jobs besides the poll (`bot/jobs/poll.py`): delivery, daily digests, For you,
+daily upkeep, the Telegram heartbeat and the Hugging Face list. `app.py` only schedules them."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+
+from telegram import Bot
+from telegram.error import TelegramError
+
+from bot.chat.context import BotContext
+from bot.chat.handlers import settings as chat_settings
+from bot.delivery.render import ForYouEntry, render_for_you
+from bot.delivery.schedule import digest_due
+from bot.delivery.sender import Sender
+from bot.ranking.service import Ranker
+from bot.services.health import TELEGRAM_HEARTBEAT_INTERVAL
+from bot.storage import Storage
+from bot.storage.sqlite.heartbeats import Beat
+
+log = logging.getLogger(__name__)
+
+OUTBOX_RETENTION_DAYS = 30
+PAPER_RETENTION_DAYS = 90  # far beyond /stats' 7 days and /follow's 7-day preview
+# Where each paper's first alert went, for threading its revisions: they often come months
+# after v1, so a year (one small row per paper a chat was alerted to on its own).
+THREAD_RETENTION_DAYS = 365
+
+
+Job = Callable[[BotContext], Awaitable[None]]
+
+
+def tracked(job: Job) -> Job:
+    """A job that a stop can find and cancel (see bot/runtime.py)."""
+
+    @functools.wraps(job)
+    async def run(context: BotContext) -> None:
+        task = asyncio.current_task()
+        work = context.services.work
+        if task is not None:
+            work.add(task)
+        try:
+            await job(context)
+        except asyncio.CancelledError:
+            # Only a stop cancels jobs; the scheduler would log it as a crash.
+            log.info("%s abandoned: the bot is stopping", job.__name__)
+        finally:
+            work.discard(task)  # type: ignore[arg-type]
+
+    return run
+
+
+async def community_job(context: BotContext) -> None:
+    """Hugging Face's daily list, a few times a day; its failures stay on its own source.
+
+    An alert already sent is not edited when its paper reaches the list later: an edit notifies
+    nobody, so the badge would go unseen, and it would spend the chat's message budget; the
+    paper shows in /trending (and /trending mine) instead.
+    """
+    if context.services.community is not None:
+        await context.services.community.poll()
+
+
+async def drain_job(context: BotContext) -> None:
+    """Deliver whatever came due (retries, resumed chats); skipped while a drain runs."""
+    sender = context.services.sender
+    if sender is not None and not sender.busy:
+        await sender.drain()
+
+
+async def digest_job(context: BotContext) -> None:
+    """Send each digest-mode chat its daily digest once its local time has come."""
+    services = context.services
+    if services.sender is None:
+        return
+    await send_due_digests(services.storage, services.sender, services.clock.now())
+
+
+async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
+    """Send every digest that is due at `now`; returns how many chats received one.
+
+    A chat with nothing waiting at its hour gets no message (an empty digest is noise), and
+    its next digest counts from now.
+    """
+    sent = 0
+    for chat in await storage.chats.in_digest_mode():
+        if chat.digest_time is None or chat.paused:
+            continue
+        last = chat.last_digest_at if chat.last_digest_at is not None else now
+        if digest_due(now, last, chat.digest_time, chat.timezone):
+            report = await sender.send_daily_digest(chat.id)
+            await storage.chats.mark_digest_sent(chat.id, now)
+            sent += report.digests > 0
+    return sent
+
+
+async def for_you_job(context: BotContext) -> None:
+    """Send each chat with For you on its daily suggestions once its local time has come."""
+    services = context.services
+    if services.ranker is None:
+        return
+    await send_for_you(services.storage, services.ranker, context.bot, services.clock.now())
+
+
+async def send_for_you(storage: Storage, ranker: Ranker, bot: Bot, now: float) -> int:
+    """Send every For-you message due at `now`; returns how many chats received one. A chat
+    whose papers all score below the threshold gets nothing that day."""
+    due = []
+    for setting in await storage.rankings.for_you_chats():
+        chat = await storage.chats.get(setting.chat_id)
+        if chat is None or not chat.active or chat.paused:
+            continue
+        last = setting.last_sent_at if setting.last_sent_at is not None else setting.enabled_at
+        if digest_due(now, last, chat_settings.for_you_time(chat), chat.timezone):
+            due.append((chat, setting.count))
+    if not due:
+        return 0
+    picks = await ranker.suggestions([(chat.id, count) for chat, count in due], now)
+    sent = 0
+    for chat, _count in due:
+        await storage.rankings.mark_for_you_sent(chat.id, now)
+        suggestions = picks.get(chat.id)
+        if not suggestions:
+            continue
+        message = render_for_you([ForYouEntry(
+            s.paper, s.like.title if s.like else None, s.terms) for s in suggestions],
+            lang=chat.language)
+        try:
+            await bot.send_message(chat.id, message.text, reply_markup=message.reply_markup)
+            sent += 1
+        except TelegramError as exc:
+            log.warning("For-you message to chat %s failed: %s", chat.id, exc)
+    return sent
+
+
+async def prune_job(context: BotContext) -> None:
+    """Daily upkeep: forget old delivered alerts and old papers nobody keeps; let the garbage
+    collector see a large index once (it frees what polls' freezes kept from it)."""
+    await prune(context.services.storage, context.services.clock.now())
+    if context.services.subscriptions is not None:
+        context.services.subscriptions.refreeze()
+
+
+async def prune(storage: Storage, now: float) -> tuple[int, int]:
+    """Delivered alerts after 30 days, papers nobody saved or awaits after 90 days; then the
+    planner statistics, and a VACUUM when pruning left a significant share of the file free."""
+    expired = await storage.outbox.expire_held(now)
+    if expired:
+        log.info("%d alerts held for chats that blocked the bot expired", expired)
+    alerts = await storage.outbox.prune(now - OUTBOX_RETENTION_DAYS * 86400)
+    await storage.outbox.prune_threads(now - THREAD_RETENTION_DAYS * 86400)
+    papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * 86400)
+    await storage.guides.prune(now - PAPER_RETENTION_DAYS * 86400)
+    await storage.community.prune(now - PAPER_RETENTION_DAYS * 86400)
+    if alerts or papers:
+        log.info("pruned %d delivered alerts and %d papers", alerts, papers)
+    await storage.db.optimize()
+    vacuumed = await storage.db.vacuum_if_worth()
+    if vacuumed is not None:
+        before, after = vacuumed
+        log.info("vacuum freed %.1f MB of %.1f MB (%.0f %%)", (before - after) / 1e6,
+                 before / 1e6, 100 * (before - after) / before)
+    return alerts, papers
+
+
+async def telegram_heartbeat_job(context: BotContext) -> None:
+    """Store when Telegram last answered (for `health`); ask it getMe if nothing else did
+    within the last heartbeat interval (webhook mode with no traffic)."""
+    services = context.services
+    answered = services.telegram_ok_at
+    if answered is None or services.clock.now() - answered > TELEGRAM_HEARTBEAT_INTERVAL:
+        try:
+            await context.bot.get_me()
+        except TelegramError as exc:
+            log.warning("Telegram heartbeat failed (%s)", exc)
+            return
+    if services.telegram_ok_at is not None:
+        await services.storage.heartbeats.beat(Beat.TELEGRAM, services.telegram_ok_at)

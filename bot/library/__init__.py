@@ -1,0 +1,1 @@
+"""The library: saved papers and the group library rule."""

@@ -1,0 +1,477 @@
+"""One poll, end to end: plan → fetch → parse → upsert → match → outbox (→ deliver).
+
+Used by the scheduled job and by `python -m bot poll-once`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import aiosqlite
+
+from bot.arxiv.calendar import ArxivCalendar
+from bot.arxiv.client import ArxivClient
+from bot.arxiv.errors import ArxivError, HTTPStatusError
+from bot.arxiv.fill import feed_names, read_announcement
+from bot.arxiv.freshness import (
+    FeedContent,
+    PollTiming,
+    assess,
+    feed_content,
+    next_poll_delay,
+    wants_listing,
+)
+from bot.arxiv.freshness import filled as fill_from_listing
+from bot.arxiv.plan import build_feed_plan
+from bot.config import Settings
+from bot.core.clock import Clock
+from bot.core.models import (
+    GENERAL,
+    Alert,
+    AlertKind,
+    FeedState,
+    Freshness,
+    Paper,
+    PaperChange,
+    SourceOutcome,
+)
+from bot.query.matcher import survivors_frozen
+from bot.query.service import SubscriptionService
+from bot.storage import Storage
+from bot.storage.sqlite.papers import classify, latest_versions
+
+log = logging.getLogger(__name__)
+
+MAX_DETAIL_LOOKUPS = 300  # three API requests a poll at the most
+# One ingest transaction stores at most this many papers and (unless one paper alone alerts
+# more chats) this many outbox rows: tens of milliseconds of SQLite's time on the project's
+# machine, which is how long a chat's /pause or /follow may wait for the ingest
+# (`bench/responsiveness.py` prints how long the poll held the writer each time).
+INGEST_BATCH_ALERTS = 500
+INGEST_BATCH_PAPERS = 200
+
+
+class _DryRunRollback(Exception):
+    """Raised inside the ingest transaction of a dry run so that nothing is stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceReport:
+    """What one feed URL gave in one poll."""
+
+    url: str
+    outcome: SourceOutcome
+    items: int = 0
+    new: int = 0
+    revised: int = 0
+    seen: int = 0
+    alerts: int = 0
+    error: str | None = None
+    seconds: float = 0.0
+    freshness: Freshness | None = None
+    filled: int = 0  # papers read from the listing page because the feed was stale
+
+
+@dataclass(frozen=True, slots=True)
+class _Settled:
+    """A source's freshness after the poll, and what a listing fill added to its counts."""
+
+    freshness: Freshness | None
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class PollReport:
+    """What one poll did, per source and in total; `alerts` lists what was queued."""
+
+    sources: list[SourceReport] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    changes: list[PaperChange] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for change in self.changes if change.status == status)
+
+    @property
+    def failed_sources(self) -> list[SourceReport]:
+        return [s for s in self.sources if s.outcome is SourceOutcome.ERROR]
+
+
+class Pipeline:
+    """Runs polls; two polls never overlap."""
+
+    def __init__(self, settings: Settings, storage: Storage, arxiv: ArxivClient,
+                 subscriptions: SubscriptionService, clock: Clock, *,
+                 calendar: ArxivCalendar | None = None) -> None:
+        self._settings = settings
+        self._calendar = calendar or ArxivCalendar()
+        self._timing = PollTiming.from_settings(settings)
+        self._store = storage
+        self._arxiv = arxiv
+        self._subscriptions = subscriptions
+        self._clock = clock
+        self._lock = asyncio.Lock()
+        # Since when the poll in progress has been storing its feeds' alerts, batch by batch;
+        # the sender holds them until all are stored (`Sender`'s `held_since`).
+        self.storing_since: float | None = None
+
+    async def poll(self, *, dry_run: bool = False) -> PollReport:
+        """Fetch every planned feed, store what is new or revised and queue the alerts.
+
+        A dry run reads and matches but stores nothing (no papers, no validators, no alerts),
+        so the running bot still delivers everything it saw.
+        """
+        async with self._lock, self._arxiv.ingest():
+            return await self._poll(dry_run)
+
+    async def _poll(self, dry_run: bool) -> PollReport:
+        started = time.monotonic()
+        report = PollReport()
+        plan = build_feed_plan(
+            self._settings.arxiv_archives, self._subscriptions.followed_sources(),
+            rss_url=self._settings.arxiv_rss_url,
+        )
+        if not dry_run:
+            await self._store.sources.forget_others(
+                plan.urls, under=self._settings.arxiv_rss_url)
+        self.storing_since = self._clock.now()
+        try:
+            for url in plan.urls:
+                report.sources.append(await self._poll_source(url, report, dry_run))
+        finally:
+            self.storing_since = None
+        if not dry_run:
+            # Half a million alerts after a big poll: sifted off the event loop.
+            revisions = await asyncio.to_thread(_revised_versions, report.alerts)
+            try:
+                await self._fetch_revision_details(revisions)
+            finally:
+                # Stored or failed for good: either way the revisions may go now.
+                await self._store.outbox.release_revisions(
+                    {arxiv_id for arxiv_id, _ in revisions}, self._clock.now())
+        report.seconds = time.monotonic() - started
+        for source in report.sources:
+            log.info(
+                "poll source=%s outcome=%s items=%d new=%d revised=%d seen=%d alerts=%d "
+                "seconds=%.2f%s", source.url, source.outcome, source.items, source.new,
+                source.revised, source.seen, source.alerts, source.seconds,
+                f" error={source.error}" if source.error else "",
+            )
+        return report
+
+    async def next_poll_delay(self) -> float:
+        """Seconds to the next poll by arXiv's calendar, from every planned feed's state."""
+        sources = await self._store.sources.all()
+        return next_poll_delay(self._clock.now(), [s.state for s in sources], self._calendar,
+                               self._timing)
+
+    async def _poll_source(self, url: str, report: PollReport, dry_run: bool) -> SourceReport:
+        started = time.monotonic()
+        store = self._store
+        source = None if dry_run else await store.sources.get(url)
+        previous = source.state if source is not None else FeedState()
+        try:
+            fetched = await self._arxiv.fetch_rss(
+                url, source.etag if source else None, source.last_modified if source else None
+            )
+        except ArxivError as exc:
+            # Nothing was parsed, so nothing is marked as seen; the validators stay as they
+            # were, and the next poll asks again.
+            status = exc.status if isinstance(exc, HTTPStatusError) else None
+            if not dry_run:
+                await store.sources.record_failure(url, self._clock.now(), str(exc), status)
+            log.warning("feed %s failed: %s", url, exc)
+            state = self._assess(previous, None, fetched=False)
+            filled = await self._settle(url, state, report, dry_run)
+            return SourceReport(url, SourceOutcome.ERROR, error=str(exc),
+                                seconds=time.monotonic() - started, freshness=filled.freshness,
+                                **filled.counts)
+        result = fetched.result
+        if fetched.feed is None:
+            if not dry_run:
+                await store.sources.record_success(url, self._clock.now(), result.status, None,
+                                                   result.etag, result.last_modified)
+            state = self._assess(previous, None, fetched=True)
+            filled = await self._settle(url, state, report, dry_run)
+            return SourceReport(url, SourceOutcome.NOT_MODIFIED, freshness=filled.freshness,
+                                seconds=time.monotonic() - started, **filled.counts)
+
+        feed = fetched.feed
+        now = self._clock.now()
+        state = self._assess(previous, feed_content(feed.papers, feed.pub_date), fetched=True)
+        if not feed.papers and state.freshness is Freshness.STALE:
+            # An empty feed where the calendar expects news. Nothing parsed, nothing seen; the
+            # last good feed's validators stay, so the next poll asks again in full.
+            error = (f"empty feed on an announcement day, expected "
+                     f"{state.expected_on} ({url})")
+            if not dry_run:
+                await store.sources.record_failure(url, now, error, result.status)
+            log.warning("feed %s is empty on an announcement day", url)
+            filled = await self._settle(url, state, report, dry_run)
+            return SourceReport(url, SourceOutcome.ERROR, error=error,
+                                seconds=time.monotonic() - started, freshness=filled.freshness,
+                                **filled.counts)
+        changes, alerts = await self._ingest(feed.papers, report, now, dry_run)
+        empty = not feed.papers
+        if not dry_run:
+            # An empty weekend feed keeps no validators, so the next poll fetches the whole
+            # feed again rather than trusting a 304.
+            await store.sources.record_success(
+                url, now, result.status, len(feed.papers),
+                None if empty else result.etag, None if empty else result.last_modified,
+                clear_validators=empty,
+            )
+        filled = await self._settle(url, state, report, dry_run)
+        counts = _counts(changes, alerts)
+        for name, value in filled.counts.items():
+            counts[name] = counts.get(name, 0) + value
+        return SourceReport(
+            url, SourceOutcome.EMPTY if empty else SourceOutcome.OK, items=len(feed.papers),
+            seconds=time.monotonic() - started, freshness=filled.freshness, **counts,
+        )
+
+    async def _ingest(self, papers: Sequence[Paper], report: PollReport, now: float,
+                      dry_run: bool) -> tuple[list[PaperChange], list[Alert]]:
+        """Match a feed's papers, then store them in short transactions (rolled back in a dry
+        run), each a batch of papers with every alert they make: see `_store_batch`."""
+        store = self._store
+        changes: list[PaperChange] = []
+        alerts: list[Alert] = []
+        unique = latest_versions(papers)
+        # Matching a big batch allocates an object per alert and frees none: with the
+        # collector running, each full collection would stop every thread for a second.
+        # The alerts outlive the batch (in the report), so they are frozen after it.
+        with survivors_frozen(self._subscriptions.large):
+            # What each paper is, as last committed, and who it alerts: read and matched with
+            # no transaction open, so chats' own writes (/pause, /follow) go on meanwhile.
+            expected = classify(unique, await store.papers.announced(
+                p.arxiv_id for p in unique))
+            if dry_run:
+                expected = _seen_earlier_in_poll(expected, report)
+            matched = await self._match(expected)
+            for batch in _batches(expected, matched):
+                stored, queued = await self._store_batch(batch, matched, report, now, dry_run)
+                changes += stored
+                alerts += queued
+        return changes, alerts
+
+    async def _store_batch(self, batch: Sequence[PaperChange],
+                           matched: Mapping[str, list[Alert]], report: PollReport, now: float,
+                           dry_run: bool) -> tuple[list[PaperChange], list[Alert]]:
+        """Store one batch of papers and their alerts in one transaction.
+
+        Papers (which are what "seen" means) and their outbox rows commit together or not at
+        all, so a crash between batches loses no alert and repeats none: the next poll finds
+        the committed papers seen and the others new. The transaction is short (at most
+        INGEST_BATCH_ALERTS rows), so a chat's write waits for one batch, not the whole feed.
+        """
+        store = self._store
+        changes: list[PaperChange] = []
+        alerts: list[Alert] = []
+        try:
+            async with store.db.transaction() as conn:
+                changes = await store.papers.upsert_in(conn, [c.paper for c in batch], now)
+                if dry_run:
+                    changes = _seen_earlier_in_poll(changes, report)
+                alerts = await self._alerts_in(conn, changes, batch, matched)
+                # Revision alerts wait for their details (comments, journal refs) from the
+                # API, looked up at the end of the poll; at most one poll interval, should
+                # the look-up never finish.
+                await store.outbox.enqueue_in(
+                    conn, alerts, now,
+                    revisions_due_at=now + self._settings.poll_interval_seconds)
+                if dry_run:
+                    raise _DryRunRollback
+        except _DryRunRollback:
+            pass
+        report.changes.extend(changes)
+        report.alerts.extend(alerts)
+        return changes, alerts
+
+    def _assess(self, previous: FeedState, content: FeedContent | None, *,
+                fetched: bool) -> FeedState:
+        return assess(previous, content, fetched=fetched, now=self._clock.now(),
+                      calendar=self._calendar, timing=self._timing)
+
+    async def _settle(self, url: str, state: FeedState, report: PollReport,
+                      dry_run: bool) -> _Settled:
+        """Fill a stale source from the listing pages when it is due, then store its state."""
+        if dry_run:
+            return _Settled(state.freshness)
+        now = self._clock.now()
+        counts = {"filled": 0}
+        if wants_listing(state, now) and state.expected_on is not None:
+            day = state.expected_on
+            try:
+                papers = await read_announcement(self._arxiv, feed_names(url), day)
+            except ArxivError as exc:
+                log.warning("feed %s is stale (expected %s); its listing failed: %s",
+                            url, day, exc)
+                state = dataclasses.replace(state, listing_checked_at=now,
+                                            listing_error=str(exc)[:500])
+            else:
+                changes, alerts = await self._ingest(papers, report, now, dry_run)
+                counts = {"filled": len(papers), **_counts(changes, alerts)}
+                log.warning("feed %s is stale (expected %s): filled %d papers from the listing, "
+                            "%d alerts", url, day, len(papers), len(alerts))
+                state = fill_from_listing(state, day, now)
+        await self._store.sources.record_state(url, state)
+        return _Settled(state.freshness, counts)
+
+    async def _fetch_revision_details(self, revisions: Iterable[tuple[str, int]]) -> None:
+        """Fetch from the API what the feeds lack (comments, journal refs) for the revisions
+        about to be announced, and for the versions they replace, so an alert can say
+        "Comment added: Accepted at …". Best effort: a failure only makes the diff poorer.
+        """
+        wanted: dict[str, None] = {}
+        for arxiv_id, version in revisions:
+            wanted[f"{arxiv_id}v{version}"] = None
+            previous = await self._store.papers.previous_version(arxiv_id, version)
+            if previous is not None and previous.comment is None:
+                wanted[f"{previous.arxiv_id}v{previous.version}"] = None
+        if not wanted:
+            return
+        ids = list(wanted)[:MAX_DETAIL_LOOKUPS]
+        try:
+            papers = await self._arxiv.lookup_ids(ids)
+        except ArxivError as exc:
+            log.warning("could not fetch details of %d revised papers: %s", len(ids), exc)
+            return
+        await self._store.papers.record_details(papers)
+
+    async def _match(self, changes: Sequence[PaperChange]) -> dict[str, list[Alert]]:
+        """Per new or revised paper, the alert of each chat whose subscriptions match it.
+
+        Seconds of CPU for a big feed: run in a worker thread (`in_worker`), outside any
+        transaction, so that chats' commands are answered, and their writes stored, meanwhile.
+        """
+        fresh = [c for c in changes if c.status != "seen"]
+        if not fresh:
+            return {}
+        subscriptions = self._subscriptions
+        return await subscriptions.in_worker(lambda: _alerts_by_paper(subscriptions, fresh))
+
+    async def _alerts_in(self, conn: aiosqlite.Connection, changes: Sequence[PaperChange],
+                         expected: Sequence[PaperChange],
+                         matched: Mapping[str, list[Alert]]) -> list[Alert]:
+        """A batch's alerts, as its transaction found the papers: subscription matches of new
+        and revised papers, plus revisions of saved papers.
+
+        A paper the transaction finds otherwise than it was read before matching (stored
+        meanwhile, e.g. by a look-up) is matched again here. Chats that blocked the bot get
+        nothing: it could not be sent, and a chat that comes back after months should not
+        find months of alerts waiting.
+        """
+        fresh = [c for c in changes if c.status != "seen"]
+        if not fresh:
+            return []
+        was = {c.paper.arxiv_id: c.status for c in expected}
+        changed = [c for c in fresh if was.get(c.paper.arxiv_id) != c.status]
+        if changed:
+            subscriptions = self._subscriptions
+            matched = {**matched, **await subscriptions.in_worker(
+                lambda: _alerts_by_paper(subscriptions, changed))}
+        blocked = await self._store.chats.inactive_ids_in(conn)
+        revised = {c.paper.arxiv_id: c.paper for c in fresh if c.status == "revised"}
+        savers = await self._store.saved.chats_saving_in(conn, revised) if revised else {}
+        saved_topics = await self._store.outbox.first_topics_in(conn, savers) if savers else {}
+        alerts: list[Alert] = []
+        for change in fresh:
+            arxiv_id = change.paper.arxiv_id
+            by_place = {(a.chat_id, a.topic_id): a for a in matched.get(arxiv_id, ())
+                        if a.chat_id not in blocked}
+            for chat_id in savers.get(arxiv_id, ()):
+                if chat_id in blocked:
+                    continue
+                # Where the paper's thread is: the topic of its first alert.
+                topic_id = saved_topics.get((chat_id, arxiv_id), GENERAL)
+                existing = by_place.get((chat_id, topic_id))
+                by_place[(chat_id, topic_id)] = Alert(
+                    chat_id, arxiv_id, change.paper.version, AlertKind.REVISION,
+                    existing.subscription_ids if existing else (),
+                    existing.matched_queries if existing else (),
+                    saved_revision=True, topic_id=topic_id,
+                )
+            alerts.extend(by_place.values())
+        return alerts
+
+
+def _alerts_by_paper(subscriptions: SubscriptionService,
+                     fresh: Sequence[PaperChange]) -> dict[str, list[Alert]]:
+    """Match new and revised papers (in a worker thread): per paper, one alert per chat and
+    forum topic."""
+    kinds = {c.paper.arxiv_id: AlertKind.REVISION if c.status == "revised" else AlertKind.NEW
+             for c in fresh}
+    by_paper: dict[str, list[Alert]] = {arxiv_id: [] for arxiv_id in kinds}
+    topics = subscriptions.topics  # only subscriptions bound to a forum topic
+    for chat_id, chat_matches in subscriptions.matcher.match([c.paper for c in fresh]).items():
+        for match in chat_matches:
+            paper = match.paper
+            for topic_id, sub_ids in _by_topic(match.subscription_ids, topics):
+                queries = tuple(
+                    q for q in (subscriptions.query_text(s) for s in sub_ids) if q is not None
+                )
+                by_paper[paper.arxiv_id].append(Alert(
+                    chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
+                    sub_ids, queries, topic_id=topic_id,
+                ))
+    return by_paper
+
+
+def _batches(changes: Sequence[PaperChange], matched: Mapping[str, list[Alert]]
+             ) -> Iterator[list[PaperChange]]:
+    """Papers in order, cut so that a batch holds at most INGEST_BATCH_PAPERS papers and, but
+    for a single paper that alerts more chats, at most INGEST_BATCH_ALERTS alerts."""
+    batch: list[PaperChange] = []
+    rows = 0
+    for change in changes:
+        alerts = len(matched.get(change.paper.arxiv_id, ()))
+        if batch and (len(batch) >= INGEST_BATCH_PAPERS
+                      or rows + alerts > INGEST_BATCH_ALERTS):
+            yield batch
+            batch, rows = [], 0
+        batch.append(change)
+        rows += alerts
+    if batch:
+        yield batch
+
+
+def _by_topic(sub_ids: tuple[int, ...], topics: dict[int, int]
+              ) -> list[tuple[int, tuple[int, ...]]]:
+    """A match's subscriptions grouped by the forum topic each is bound to: one alert per
+    topic. Most chats have no topics, and then it is one group, at no cost."""
+    if not topics or not any(s in topics for s in sub_ids):
+        return [(GENERAL, sub_ids)]
+    groups: dict[int, list[int]] = {}
+    for sub_id in sub_ids:
+        groups.setdefault(topics.get(sub_id, GENERAL), []).append(sub_id)
+    return [(topic_id, tuple(ids)) for topic_id, ids in groups.items()]
+
+
+def _revised_versions(alerts: Iterable[Alert]) -> dict[tuple[str, int], None]:
+    """The revised versions some chat will hear of, each once (it is one alert per chat)."""
+    return dict.fromkeys((a.arxiv_id, a.version) for a in alerts
+                         if a.kind == AlertKind.REVISION)
+
+
+def _counts(changes: Sequence[PaperChange], alerts: Sequence[Alert]) -> dict[str, int]:
+    return {"new": sum(c.status == "new" for c in changes),
+            "revised": sum(c.status == "revised" for c in changes),
+            "seen": sum(c.status == "seen" for c in changes),
+            "alerts": len(alerts)}
+
+
+def _seen_earlier_in_poll(changes: list[PaperChange], report: PollReport) -> list[PaperChange]:
+    """A dry run rolls back each source's upsert, so a paper that an earlier feed of the same
+    poll listed (a cross-list) looks unknown again; a real poll would find it already seen."""
+    fresh = {c.paper.arxiv_id: c.paper.version for c in report.changes if c.status != "seen"}
+    return [
+        PaperChange(c.paper, "seen", None)
+        if c.status != "seen" and fresh.get(c.paper.arxiv_id, 0) >= c.paper.version else c
+        for c in changes
+    ]

@@ -1,0 +1,1 @@
+"""The SQLite engine: aiosqlite in WAL mode; the only code that knows SQLite."""

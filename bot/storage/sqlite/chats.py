@@ -1,0 +1,210 @@
+"""Chats: who talks to the bot, their settings, and whether they can be reached."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+import aiosqlite
+
+from bot.core.models import DeliveryMode
+from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.outbox import HELD_ALERT_DAYS
+
+LAST_SEEN_RESOLUTION = 600.0  # seconds: `last_seen_at` is refreshed at most this often
+
+
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """A chat's row: settings and reachability."""
+
+    id: int
+    type: str
+    title: str | None
+    language: str
+    language_chosen: bool
+    timezone: str
+    delivery_mode: DeliveryMode
+    digest_time: str | None
+    last_digest_at: float | None
+    paused: bool
+    inactive_since: float | None
+
+    @property
+    def is_group(self) -> bool:
+        return self.type in ("group", "supergroup")
+
+    @property
+    def active(self) -> bool:
+        return self.inactive_since is None
+
+
+def _chat(row: sqlite3.Row) -> Chat:
+    return Chat(
+        id=row["id"],
+        type=row["type"],
+        title=row["title"],
+        language=row["language"],
+        language_chosen=bool(row["language_chosen"]),
+        timezone=row["timezone"],
+        delivery_mode=DeliveryMode(row["delivery_mode"]),
+        digest_time=row["digest_time"],
+        last_digest_at=row["last_digest_at"],
+        paused=bool(row["paused"]),
+        inactive_since=row["inactive_since"],
+    )
+
+
+class ChatRepository:
+    """Reads and writes the `chats` table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def record(
+        self, chat_id: int, chat_type: str, title: str | None, language: str, now: float
+    ) -> tuple[Chat, bool]:
+        """Insert or refresh a chat that wrote to the bot; re-activates it if it was inactive.
+
+        Returns the chat and whether it was re-activated (so held alerts can be released).
+        Most updates change nothing: then nothing is written, and the chat's commands never
+        wait behind another transaction (a big ingest) just to be recorded.
+        """
+        row = await self._db.fetchone("SELECT * FROM chats WHERE id = ?", (chat_id,))
+        if row is not None:
+            known = _chat(row)
+            if (known.active and known.type == chat_type and known.title == title
+                    and (known.language_chosen or known.language == language)
+                    and 0 <= now - row["last_seen_at"] < LAST_SEEN_RESOLUTION):
+                return known, False
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute("SELECT inactive_since FROM chats WHERE id = ?", (chat_id,))
+            existing = await cursor.fetchone()
+            reactivated = existing is not None and existing["inactive_since"] is not None
+            await conn.execute(
+                """
+                INSERT INTO chats (id, type, title, language, created_at, last_seen_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET
+                    type = excluded.type,
+                    title = excluded.title,
+                    -- a language chosen with /lang wins over Telegram's language_code
+                    language = CASE WHEN chats.language_chosen THEN chats.language
+                                    ELSE excluded.language END,
+                    last_seen_at = excluded.last_seen_at,
+                    inactive_since = NULL,
+                    inactive_reason = NULL
+                """,
+                (chat_id, chat_type, title, language, now, now),
+            )
+            if reactivated:
+                await conn.execute(
+                    "UPDATE outbox SET due_at = :now, status = CASE WHEN created_at >= :fresh "
+                    "THEN 'pending' ELSE 'expired' END WHERE chat_id = :chat AND status = 'held'",
+                    {"now": now, "fresh": now - HELD_ALERT_DAYS * 86400, "chat": chat_id},
+                )
+            cursor = await conn.execute("SELECT * FROM chats WHERE id = ?", (chat_id,))
+            row = await cursor.fetchone()
+        return _chat(row), reactivated
+
+    async def get(self, chat_id: int) -> Chat | None:
+        row = await self._db.fetchone("SELECT * FROM chats WHERE id = ?", (chat_id,))
+        return None if row is None else _chat(row)
+
+    async def set_language(self, chat_id: int, language: str) -> None:
+        await self._db.execute(
+            "UPDATE chats SET language = ?, language_chosen = 1 WHERE id = ?", (language, chat_id)
+        )
+
+    async def set_timezone(self, chat_id: int, timezone: str) -> None:
+        await self._db.execute("UPDATE chats SET timezone = ? WHERE id = ?", (timezone, chat_id))
+
+    async def set_digest(self, chat_id: int, digest_time: str | None, now: float) -> None:
+        """Daily digest at `digest_time` ('HH:MM' local), or instant alerts when None.
+
+        The schedule counts from `now`, so the first digest is the next HH:MM, not at once.
+        """
+        mode = DeliveryMode.INSTANT if digest_time is None else DeliveryMode.DIGEST
+        await self._db.execute(
+            "UPDATE chats SET delivery_mode = ?, digest_time = ?, last_digest_at = ? "
+            "WHERE id = ?",
+            (mode, digest_time, now, chat_id),
+        )
+
+    async def mark_digest_sent(self, chat_id: int, now: float) -> None:
+        await self._db.execute("UPDATE chats SET last_digest_at = ? WHERE id = ?", (now, chat_id))
+
+    async def set_paused(self, chat_id: int, paused: bool) -> None:
+        await self._db.execute("UPDATE chats SET paused = ? WHERE id = ?", (int(paused), chat_id))
+
+    async def mark_inactive(self, chat_id: int, reason: str, now: float) -> None:
+        """The chat blocked the bot (or is gone): skip it, and hold its pending alerts (kept,
+        not dropped), until it writes again."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE chats SET inactive_since = COALESCE(inactive_since, ?), "
+                "inactive_reason = ? WHERE id = ?",
+                (now, reason, chat_id),
+            )
+            await conn.execute(
+                "UPDATE outbox SET status = 'held', last_error = ?, claimed_at = NULL "
+                "WHERE chat_id = ? AND status IN ('pending', 'sending')",
+                (reason[:500], chat_id),
+            )
+
+    async def migrate_id(self, old_id: int, new_id: int) -> None:
+        """A group became a supergroup: move the chat and everything it owns to the new id.
+
+        If the supergroup already has a row (someone wrote there first), the old group's
+        settings, subscriptions, library and alerts are merged into it; what the new id
+        already has wins on a clash (same query, same paper).
+        """
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute("SELECT 1 FROM chats WHERE id = ?", (new_id,))
+            if await cursor.fetchone() is None:
+                # ON UPDATE CASCADE carries subscriptions, saved and outbox along.
+                await conn.execute("UPDATE chats SET id = ? WHERE id = ?", (new_id, old_id))
+                return
+            await conn.execute(
+                """
+                UPDATE chats SET (language, language_chosen, timezone, delivery_mode,
+                                  digest_time, last_digest_at, paused) =
+                    (SELECT language, language_chosen, timezone, delivery_mode, digest_time,
+                            last_digest_at, paused FROM chats WHERE id = :old)
+                WHERE id = :new AND EXISTS (SELECT 1 FROM chats WHERE id = :old)
+                """,
+                {"old": old_id, "new": new_id},
+            )
+            for table in ("subscriptions", "saved", "outbox"):
+                await conn.execute(
+                    f"UPDATE OR IGNORE {table} SET chat_id = ? WHERE chat_id = ?",
+                    (new_id, old_id),
+                )
+            # What clashed stays with the old row and goes with it (ON DELETE CASCADE).
+            await conn.execute("DELETE FROM chats WHERE id = ?", (old_id,))
+
+    async def counts(self) -> dict[str, int]:
+        row = await self._db.fetchone(
+            """
+            SELECT COUNT(*) AS total,
+                   SUM(inactive_since IS NULL) AS active,
+                   SUM(inactive_since IS NOT NULL) AS inactive,
+                   SUM(paused) AS paused
+            FROM chats
+            """
+        )
+        assert row is not None
+        return {k: int(row[k] or 0) for k in ("total", "active", "inactive", "paused")}
+
+    @staticmethod
+    async def inactive_ids_in(conn: aiosqlite.Connection) -> set[int]:
+        """Chats that blocked the bot or are gone (read inside the caller's transaction)."""
+        cursor = await conn.execute("SELECT id FROM chats WHERE inactive_since IS NOT NULL")
+        return {row["id"] for row in await cursor.fetchall()}
+
+    async def in_digest_mode(self) -> list[Chat]:
+        rows = await self._db.fetchall(
+            "SELECT * FROM chats WHERE delivery_mode = ? AND inactive_since IS NULL",
+            (DeliveryMode.DIGEST,)
+        )
+        return [_chat(r) for r in rows]

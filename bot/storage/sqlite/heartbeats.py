@@ -1,0 +1,33 @@
+"""Heartbeats: when the bot last succeeded at each outside service, for `health` and /status."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from bot.storage.sqlite.db import Database
+
+
+class Beat(StrEnum):
+    """What a heartbeat records."""
+
+    ARXIV_POLL = "arxiv_poll"  # a poll in which every feed was fetched and stored
+    TELEGRAM = "telegram"  # Telegram answered a Bot API call
+
+
+class HeartbeatRepository:
+    """Reads and writes the `heartbeats` table: one time per beat, the latest."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def beat(self, beat: Beat, now: float) -> None:
+        await self._db.execute(
+            "INSERT INTO heartbeats (name, at) VALUES (?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET at = MAX(at, excluded.at)",
+            (beat.value, now),
+        )
+
+    async def all(self) -> dict[Beat, float]:
+        rows = await self._db.fetchall("SELECT name, at FROM heartbeats")
+        known = {beat.value for beat in Beat}
+        return {Beat(row["name"]): float(row["at"]) for row in rows if row["name"] in known}

@@ -1,0 +1,161 @@
+"""What the ranker keeps: the fitted vocabulary, each chat's model and the labels it learns from."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from sqlite3 import Row
+
+from bot.core.models import Feedback, Paper
+from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.papers import paper_from_row
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVocabulary:
+    fingerprint: str
+    terms: bytes
+    papers: int
+    fitted_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredModel:
+    chat_id: int
+    vocabulary: str
+    labels: str
+    weights: bytes
+    trained_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ForYouSetting:
+    chat_id: int
+    count: int
+    enabled_at: float
+    last_sent_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LabelIds:
+    """A chat's labels as base ids: saved papers, 👍 and 👎."""
+
+    saved: tuple[str, ...]
+    more: tuple[str, ...]
+    less: tuple[str, ...]
+
+
+class RankingRepository:
+    """Reads and writes `ranking_vocabulary` and `chat_models`; reads the labels."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def vocabulary(self) -> StoredVocabulary | None:
+        row = await self._db.fetchone(
+            "SELECT fingerprint, terms, papers, fitted_at FROM ranking_vocabulary WHERE id = 1")
+        return None if row is None else StoredVocabulary(*row)
+
+    async def put_vocabulary(self, stored: StoredVocabulary) -> None:
+        await self._db.execute(
+            "INSERT OR REPLACE INTO ranking_vocabulary (id, fingerprint, terms, papers, "
+            "fitted_at) VALUES (1, ?, ?, ?, ?)",
+            (stored.fingerprint, stored.terms, stored.papers, stored.fitted_at))
+
+    async def model(self, chat_id: int) -> StoredModel | None:
+        row = await self._db.fetchone(
+            "SELECT chat_id, vocabulary, labels, weights, trained_at FROM chat_models "
+            "WHERE chat_id = ?", (chat_id,))
+        return None if row is None else StoredModel(*row)
+
+    async def models(self) -> list[StoredModel]:
+        rows = await self._db.fetchall(
+            "SELECT chat_id, vocabulary, labels, weights, trained_at FROM chat_models "
+            "ORDER BY chat_id")
+        return [StoredModel(*row) for row in rows]
+
+    async def put_model(self, stored: StoredModel) -> None:
+        await self._db.execute(
+            "INSERT OR REPLACE INTO chat_models (chat_id, vocabulary, labels, weights, "
+            "trained_at) VALUES (?, ?, ?, ?, ?)",
+            (stored.chat_id, stored.vocabulary, stored.labels, stored.weights,
+             stored.trained_at))
+
+    async def drop_model(self, chat_id: int) -> None:
+        await self._db.execute("DELETE FROM chat_models WHERE chat_id = ?", (chat_id,))
+
+    async def labels(self, chat_id: int) -> LabelIds:
+        saved = await self._db.fetchall(
+            "SELECT arxiv_id FROM saved WHERE chat_id = ? ORDER BY arxiv_id", (chat_id,))
+        given = await self._db.fetchall(
+            "SELECT arxiv_id, label FROM feedback WHERE chat_id = ? ORDER BY arxiv_id",
+            (chat_id,))
+        return LabelIds(
+            tuple(r[0] for r in saved),
+            tuple(r[0] for r in given if r[1] == Feedback.MORE),
+            tuple(r[0] for r in given if r[1] == Feedback.LESS))
+
+    async def labelled_chats(self) -> list[int]:
+        rows = await self._db.fetchall(
+            "SELECT chat_id FROM saved UNION SELECT chat_id FROM feedback ORDER BY 1")
+        return [r[0] for r in rows]
+
+    async def for_you(self, chat_id: int) -> ForYouSetting | None:
+        row = await self._db.fetchone(
+            "SELECT chat_id, count, enabled_at, last_sent_at FROM foryou WHERE chat_id = ?",
+            (chat_id,))
+        return None if row is None else ForYouSetting(*row)
+
+    async def for_you_chats(self) -> list[ForYouSetting]:
+        rows = await self._db.fetchall(
+            "SELECT chat_id, count, enabled_at, last_sent_at FROM foryou ORDER BY chat_id")
+        return [ForYouSetting(*row) for row in rows]
+
+    async def set_for_you(self, chat_id: int, count: int | None, now: float) -> None:
+        """Turn For you on with `count` papers a day (keeping when it was last sent), or off."""
+        if count is None:
+            await self._db.execute("DELETE FROM foryou WHERE chat_id = ?", (chat_id,))
+            return
+        await self._db.execute(
+            "INSERT INTO foryou (chat_id, count, enabled_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (chat_id) DO UPDATE SET count = excluded.count",
+            (chat_id, count, now))
+
+    async def mark_for_you_sent(self, chat_id: int, now: float) -> None:
+        await self._db.execute(
+            "UPDATE foryou SET last_sent_at = ? WHERE chat_id = ?", (now, chat_id))
+
+    async def unmatched_since(self, chat_id: int, since: float, limit: int) -> list[Paper]:
+        """Papers announced since `since` that the chat never got an alert for, nor saved
+        nor labelled: what its subscriptions missed."""
+        rows = await self._db.fetchall(
+            """
+            SELECT * FROM papers WHERE first_seen_at >= ? AND from_feed = 1
+              AND arxiv_id NOT IN (SELECT arxiv_id FROM outbox WHERE chat_id = ?)
+              AND arxiv_id NOT IN (SELECT arxiv_id FROM saved WHERE chat_id = ?)
+              AND arxiv_id NOT IN (SELECT arxiv_id FROM feedback WHERE chat_id = ?)
+            ORDER BY first_seen_at DESC, arxiv_id LIMIT ?
+            """,
+            (since, chat_id, chat_id, chat_id, limit))
+        return await asyncio.to_thread(_papers, rows)
+
+    async def corpus(self, limit: int) -> list[Paper]:
+        """The papers to fit the vocabulary on and sample negatives from: the newest `limit`
+        first-seen papers, plus every paper any chat saved or labelled."""
+        rows = await self._db.fetchall(
+            """
+            SELECT * FROM papers WHERE arxiv_id IN (
+                SELECT arxiv_id FROM (SELECT arxiv_id FROM papers
+                                      ORDER BY first_seen_at DESC LIMIT ?)
+                UNION SELECT arxiv_id FROM saved UNION SELECT arxiv_id FROM feedback)
+            ORDER BY first_seen_at DESC, arxiv_id
+            """,
+            (limit,))
+        return await asyncio.to_thread(_papers, rows)
+
+
+def _papers(rows: Sequence[Row]) -> list[Paper]:
+    """Thousands of rows decoded (JSON authors and categories): in a worker thread, as 5,000
+    take some 60 ms, too long to hold the event loop."""
+    return [paper_from_row(r) for r in rows]
