@@ -5,11 +5,10 @@ for ids arXiv does not have and 200 other commands; meanwhile 5 other chats each
 five times and one `/paper` for a paper arXiv has (and the bot has not stored). The bot is built
 as production builds it (`bot.chat.application.build_application`, the real command budget, the
 look-up queue, arXiv's 3-second gap) and long-polls the fake Telegram; the fakes
-(`tests/fakes/`) run
-in their own process, as Telegram and arXiv run on their own machines, and drive the traffic
-(`tests/fakes/traffic.py`). Prints the quiet chats' latencies, what the noisy chat received,
-and the arXiv requests with their spacing, each beside its aim. `--without-noise` is the
-control: the quiet chats alone, the noisy chat silent.
+(`tests/fakes/`) run in their own process, as Telegram and arXiv run on their own machines, and
+drive the traffic (`tests/fakes/traffic.py`). Prints the quiet chats' latencies, what the noisy
+chat received, and the arXiv requests with their spacing, each beside its aim. `--without-noise`
+is the control: the quiet chats alone, the noisy chat silent.
 """
 
 from __future__ import annotations

@@ -3,9 +3,8 @@
 Used when a feed is stale (`bot/arxiv/freshness.py`). Each name of the feed URL (`cs`,
 `math.AG`) has its page; the entries are combined as a combined feed lists them (each paper
 once, new before cross before replacement), and their versions and the details a page lacks come
-from the API
-in batches. A page of another date, a page whose counts disagree with its entries, or a paper
-whose version cannot be known raises `ListingError`: a partial day is never ingested.
+from the API in batches. A page of another date, a page whose counts disagree with its entries,
+or a paper whose version cannot be known raises `ListingError`: a partial day is never ingested.
 """
 
 from __future__ import annotations
