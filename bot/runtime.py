@@ -107,7 +107,7 @@ class Stopper:
             # No new send starts from here; those in flight are answered and recorded (or
             # stay claimed, to be sent again at the next start), so the drain ends cleanly.
             await services.sender.stop(timeout=STOP_GRACE)
-        work = set(services.work) if services is not None else set()
+        work = set(services.run.work) if services is not None else set()
         processor = application.update_processor
         work |= getattr(processor, "running_tasks", set())
         if work:

@@ -16,13 +16,13 @@ from telegram.ext import Application
 
 from bot.arxiv.client import ArxivClient
 from bot.chat.application import build_application
-from bot.chat.context import Services
 from bot.config import Settings, load_settings
 from bot.core.clock import Clock, ManualClock
 from bot.core.models import AnnounceType, Paper
 from bot.delivery.pacing import Pacer
 from bot.jobs.routine import send_due_digests, send_for_you
 from bot.services.budget import UNLIMITED, BudgetPolicy
+from bot.services.container import Services
 from bot.services.ingest import Pipeline, PollReport
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed

@@ -145,12 +145,12 @@ async def test_an_empty_feed_on_a_listed_holiday_is_quiet(bot: Harness) -> None:
     from types import SimpleNamespace
 
     from bot.jobs.poll import poll_job
-    await poll_job(SimpleNamespace(services=bot.services, job_queue=jobs))
+    await poll_job(bot.services, SimpleNamespace(job_queue=jobs))
 
     source = (await bot.services.storage.sources.all())[0]
     assert source.healthy and source.last_error is None
     assert source.state.freshness is Freshness.QUIET
-    assert bot.services.failed_polls == 0
+    assert bot.services.run.failed_polls == 0
     assert not jobs.get_jobs_by_name("poll-retry"), "no early retry on a holiday"
     assert not [r for r in bot.arxiv.requests if r.path.startswith("/list/")]
     assert await bot.services.pipeline.next_poll_delay() == \

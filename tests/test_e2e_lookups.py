@@ -12,8 +12,8 @@ from pathlib import Path
 import bibtexparser
 import pytest
 
-from bot.chat.progress import ProgressPolicy
 from bot.core.clock import ManualClock
+from bot.services.container import ProgressPolicy
 from tests.conftest import Harness, make_paper, make_settings, start_bot, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import FakeTelegram

@@ -14,6 +14,7 @@ from bot.chat.application import build_application
 from bot.core.clock import ManualClock
 from bot.delivery.pacing import Pacer
 from bot.jobs.poll import poll_job
+from bot.jobs.routine import tracked
 from bot.storage import Storage
 from tests.conftest import Harness, make_paper, make_settings, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
@@ -90,7 +91,7 @@ async def announce_revision_with_live_jobs(live: Harness, api_delay: float) -> N
                        comment="Accepted at NeurIPS 2026; 12 pages")])
     live.arxiv.delay_next(api_delay, path="/api/query")
     live.serve_feed([make_paper(3, version=2, title="Routing attention at scale")])
-    live.app.job_queue.run_once(poll_job, 0, name="poll")
+    live.app.job_queue.run_once(tracked(live.services, poll_job), 0, name="poll")
 
 
 async def wait_until(check: Callable[[], Awaitable[object]], what: str,

@@ -87,8 +87,8 @@ async def test_the_running_bot_beats_and_status_shows_it(harness: Harness) -> No
     assert Beat.TELEGRAM not in await harness.services.storage.heartbeats.all()
     harness.serve_feed([make_paper(1)])
     context = harness.app.context_types.context(harness.app)
-    await poll_job(context)
-    await telegram_heartbeat_job(context)
+    await poll_job(harness.services, context)
+    await telegram_heartbeat_job(harness.services, context)
     beats = await harness.services.storage.heartbeats.all()
     assert set(beats) == {Beat.ARXIV_POLL, Beat.TELEGRAM}
     status = await harness.ask(1, "/status")
@@ -100,7 +100,7 @@ async def test_a_failed_poll_does_not_beat(harness: Harness) -> None:
     harness.arxiv.fail_next(503, times=20)
     context = harness.app.context_types.context(harness.app)
     async with harness.backoff_recorded() as backoff:
-        await poll_job(context)
+        await poll_job(harness.services, context)
     assert len(backoff.delays) == 3, "every attempt failed: the poll failed"
     assert Beat.ARXIV_POLL not in await harness.services.storage.heartbeats.all()
 
@@ -127,11 +127,11 @@ def test_health_on_a_database_not_yet_migrated_is_stale_not_a_traceback(tmp_path
 async def test_status_shows_telegram_stale_when_its_calls_stop_succeeding(
         harness: Harness) -> None:
     context = harness.app.context_types.context(harness.app)
-    await telegram_heartbeat_job(context)
+    await telegram_heartbeat_job(harness.services, context)
     stored = (await harness.services.storage.heartbeats.all())[Beat.TELEGRAM]
-    assert stored == harness.services.telegram_ok_at, "the job stores the last answer"
-    harness.services.telegram_ok_at = None  # as if nothing was answered since the last beat
+    assert stored == harness.services.run.telegram_ok_at, "the job stores the last answer"
+    harness.services.run.telegram_ok_at = None  # as if nothing was answered since the last beat
     harness.clock.advance(3600)
     harness.tg.fail_next("getMe", 502)
-    await telegram_heartbeat_job(context)  # getMe fails: nothing new to store
+    await telegram_heartbeat_job(harness.services, context)  # getMe fails: nothing new to store
     assert (await harness.services.storage.heartbeats.all())[Beat.TELEGRAM] == stored

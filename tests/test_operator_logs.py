@@ -18,7 +18,7 @@ async def test_each_poll_logs_one_structured_summary(harness: Harness,
     await harness.ask(8001, "/follow cs.LG")
     harness.serve_feed([make_paper(1), make_paper(2), make_paper(3, categories=("math.AG",))])
     with caplog.at_level(logging.INFO, logger="bot"):
-        await poll_job(SimpleNamespace(services=harness.services))
+        await poll_job(harness.services, SimpleNamespace())
     lines = [r.getMessage() for r in caplog.records]
     per_source = [line for line in lines if line.startswith("poll source=")]
     assert len(per_source) == 1 and "items=3 new=3 revised=0 seen=0 alerts=2" in per_source[0]
@@ -39,20 +39,20 @@ def test_retry_backoff_doubles_and_yields_to_the_regular_poll() -> None:
 
 async def test_a_failed_poll_is_retried_early_with_backoff(harness: Harness) -> None:
     jobs = harness.app.job_queue
-    context = SimpleNamespace(services=harness.services, job_queue=jobs)
+    context = SimpleNamespace(job_queue=jobs)
     harness.arxiv.fail_next(status=404, times=2)  # not retried inside the poll: fast
-    await poll_job(context)
+    await poll_job(harness.services, context)
     [retry] = jobs.get_jobs_by_name("poll-retry")
     assert 55 <= (retry.next_t - datetime.now(UTC)).total_seconds() <= 61
     retry.schedule_removal()
     await harness.settle()
 
-    await poll_job(context)  # fails again: the next retry waits twice as long
+    await poll_job(harness.services, context)  # fails again: the next retry waits twice as long
     [retry] = jobs.get_jobs_by_name("poll-retry")
     assert 115 <= (retry.next_t - datetime.now(UTC)).total_seconds() <= 121
     retry.schedule_removal()
 
     harness.serve_feed([make_paper(1)])
-    await poll_job(context)  # recovered: no retry, and the backoff starts over
-    assert harness.services.failed_polls == 0
+    await poll_job(harness.services, context)  # recovered: no retry, and the backoff starts over
+    assert harness.services.run.failed_polls == 0
     assert not [j for j in jobs.get_jobs_by_name("poll-retry") if not j.removed]

@@ -1,9 +1,13 @@
-"""Builds the Application: the one place that wires settings, storage, jobs and handlers."""
+"""Builds the PTB Application: handlers, the rate limiter, and the services opened from the
+container (`bot/services/container.py`) in post_init."""
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any
 
 from telegram import BotCommand, LinkPreviewOptions
 from telegram.constants import ParseMode
@@ -19,10 +23,9 @@ from telegram.ext import (
     TypeHandler,
     filters,
 )
+from telegram.request import HTTPXRequest
 
-from bot.arxiv.client import ArxivClient
-from bot.arxiv.lookups import LookupQueue
-from bot.chat.context import BotContext, Services
+from bot.chat.context import BotContext
 from bot.chat.guard import BudgetGate
 from bot.chat.handlers import (
     basic,
@@ -42,27 +45,9 @@ from bot.config import Settings
 from bot.core.clock import Clock, SystemClock
 from bot.core.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.delivery.pacing import PacedRateLimiter, Pacer
-from bot.delivery.sender import Sender
-from bot.guides.client import GuideClient
-from bot.guides.service import GuideService
-from bot.importer.service import LibraryImporter
-from bot.jobs.poll import schedule_polls
-from bot.jobs.routine import (
-    community_job,
-    digest_job,
-    drain_job,
-    for_you_job,
-    prune_job,
-    telegram_heartbeat_job,
-    tracked,
-)
-from bot.query.service import SubscriptionService
-from bot.ranking.service import Ranker
-from bot.services.budget import BudgetPolicy, CommandBudget
-from bot.services.health import TELEGRAM_HEARTBEAT_INTERVAL, WatchedRequest
-from bot.services.ingest import Pipeline
-from bot.sources.huggingface import CommunityPicks
-from bot.storage import Storage
+from bot.jobs.schedule import schedule_jobs
+from bot.services.budget import BudgetPolicy
+from bot.services.container import RunState, Wiring, open_services
 
 log = logging.getLogger(__name__)
 
@@ -88,76 +73,47 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 )
 GUIDE_COMMAND = ("guide", _("AI reading guide of a paper"))  # listed when guides are on
 TRENDING_COMMAND = ("trending", _("Today's Hugging Face community picks"))  # when HF is on
-HF_FIRST_POLL_DELAY = 20.0  # after the first arXiv poll has had its turn
 
 
-FIRST_POLL_DELAY = 3.0  # the spec asks for the first poll within 5 s of start-up
-DIGEST_CHECK_INTERVAL = 30.0
 GIL_SWITCH_INTERVAL = 0.0005  # seconds; bench/responsiveness.py measured 5 ms and this
-DRAIN_INTERVAL = 2.0  # picks up retries that came due and alerts released by /resume
+
+
+class WatchedRequest(HTTPXRequest):
+    """PTB's HTTP transport, calling `on_success()` after every Bot API call answered 200."""
+
+    def __init__(self, on_success: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._on_success = on_success
+
+    async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        status, payload = await super().do_request(*args, **kwargs)
+        if status == 200:
+            self._on_success()
+        return status, payload
 
 
 async def _post_init(application: Application) -> None:
-    services: Services = application.bot_data["services"]
-    settings = services.settings
-    services.storage = await Storage.open(settings.database_path)
+    """Open the services (they need the running loop and the bot), then schedule the jobs."""
+    settings: Settings = application.bot_data["settings"]
+    stack = application.bot_data["exit_stack"] = AsyncExitStack()
+    services = await stack.enter_async_context(open_services(
+        settings, bot=application.bot, wiring=application.bot_data["wiring"],
+        run=application.bot_data["run"]))
+    application.bot_data["services"] = services
     log.info("database ready at %s", settings.database_path)
-    services.subscriptions = SubscriptionService(services.storage, services.clock)
-    services.ranker = Ranker(services.storage, services.clock.now)
-    await services.subscriptions.load()
     # A poll matches in a worker thread; at each turn the event loop then waits for the GIL
     # up to the switch interval (5 ms by default), and a reply takes many turns.
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
-    services.arxiv = ArxivClient(
-        rss_url=settings.arxiv_rss_url, api_url=settings.arxiv_api_url,
-        listing_url=settings.arxiv_listing_url, contact=settings.contact,
-        min_interval=settings.arxiv_min_interval_seconds,
-    )
-    services.lookups = LookupQueue(services.arxiv)
-    services.importer = LibraryImporter(services.storage, services.lookups)
-    if settings.guides_enabled:
-        services.guides = GuideService(
-            services.storage, GuideClient(settings.llm_api_url, settings.llm_model,
-                                          settings.llm_api_key,
-                                          timeout=settings.llm_timeout_seconds),
-            services.clock, chat_daily_limit=settings.guide_chat_daily_limit,
-            daily_limit=settings.guide_daily_limit)
-    if settings.hf_papers_url:
-        services.community = CommunityPicks(settings.hf_papers_url, services.storage,
-                                            services.arxiv, services.clock)
-    pipeline = services.pipeline = Pipeline(settings, services.storage, services.arxiv,
-                                            services.subscriptions, services.clock)
-    services.sender = Sender(application.bot, services.storage, services.clock, services.pacer,
-                             window=settings.send_window,
-                             on_migrated=services.subscriptions.chat_migrated,
-                             on_topic_gone=services.subscriptions.topic_gone,
-                             guides=services.guides is not None,
-                             relevance=services.ranker.chat_scores,
-                             held_since=lambda: pipeline.storing_since)
     await set_command_menus(application)
-    if not services.schedule_jobs:
-        return
-    jobs = application.job_queue
-    schedule_polls(jobs, first=FIRST_POLL_DELAY, wrap=tracked)
-    jobs.run_repeating(tracked(drain_job), interval=DRAIN_INTERVAL, first=DRAIN_INTERVAL,
-                       name="drain")
-    jobs.run_repeating(tracked(digest_job), interval=DIGEST_CHECK_INTERVAL,
-                       first=DIGEST_CHECK_INTERVAL, name="digests")
-    jobs.run_repeating(tracked(prune_job), interval=86400, first=600, name="prune")
-    jobs.run_repeating(tracked(for_you_job), interval=DIGEST_CHECK_INTERVAL,
-                       first=DIGEST_CHECK_INTERVAL, name="for-you")
-    jobs.run_repeating(tracked(telegram_heartbeat_job), interval=TELEGRAM_HEARTBEAT_INTERVAL,
-                       first=1.0, name="telegram-heartbeat")
-    if services.community is not None:
-        jobs.run_repeating(tracked(community_job), interval=settings.hf_poll_interval_seconds,
-                           first=HF_FIRST_POLL_DELAY, name="huggingface")
+    if application.bot_data["schedule_jobs"]:
+        schedule_jobs(application.job_queue, services)
 
 
 async def set_command_menus(application: Application) -> None:
     """The command menu in each language; best effort: the bot works without it."""
-    services: Services = application.bot_data["services"]
-    extra = tuple(command for command, on in ((GUIDE_COMMAND, services.guides is not None),
-                                              (TRENDING_COMMAND, services.community is not None))
+    features = application.bot_data["services"].features
+    extra = tuple(command for command, on in ((GUIDE_COMMAND, features.guides),
+                                              (TRENDING_COMMAND, features.trending))
                   if on)
     menu = (*COMMANDS[:7], *extra, *COMMANDS[7:])
     try:
@@ -171,17 +127,9 @@ async def set_command_menus(application: Application) -> None:
 
 
 async def _post_shutdown(application: Application) -> None:
-    services: Services = application.bot_data["services"]
-    if services.lookups is not None:
-        await services.lookups.aclose()
-    if services.arxiv is not None:
-        await services.arxiv.aclose()
-    if services.guides is not None:
-        await services.guides.aclose()
-    if services.community is not None:
-        await services.community.aclose()
-    if getattr(services, "storage", None) is not None:
-        await services.storage.close()
+    stack: AsyncExitStack | None = application.bot_data.pop("exit_stack", None)
+    if stack is not None:
+        await stack.aclose()
 
 
 def build_application(
@@ -193,15 +141,14 @@ def build_application(
     Tests pass `schedule_jobs=False` to drive polls themselves, a faster `pacer`, and may pass
     another command `budget`.
     """
-    clock = clock or SystemClock()
-    pacer = pacer or Pacer()
+    wiring = Wiring(clock=clock or SystemClock(), pacer=pacer or Pacer(),
+                    budget=budget or BudgetPolicy())
+    clock = wiring.clock
+    run = RunState(started_at=clock.now())
     context_types = ContextTypes(context=BotContext)
-    services = Services(settings=settings, storage=None, clock=clock,  # type: ignore[arg-type]
-                        started_at=clock.now(), schedule_jobs=schedule_jobs, pacer=pacer,
-                        budget=CommandBudget(budget or BudgetPolicy()))
 
     def telegram_answered() -> None:
-        services.telegram_ok_at = clock.now()
+        run.telegram_ok_at = clock.now()
 
     processor = PerChatUpdateProcessor()
     application = (
@@ -217,13 +164,15 @@ def build_application(
         .defaults(Defaults(parse_mode=ParseMode.HTML,
                            link_preview_options=LinkPreviewOptions(is_disabled=True)))
         # One rate limiter for every message the bot sends: the Pacer (README, "Sending").
-        .rate_limiter(PacedRateLimiter(pacer))
+        .rate_limiter(PacedRateLimiter(wiring.pacer))
         .post_init(_post_init)
         .post_shutdown(_post_shutdown)
         .concurrent_updates(processor)
         .build()
     )
-    application.bot_data["services"] = services
+    # The services themselves are opened in post_init (they need the running loop).
+    application.bot_data.update(settings=settings, wiring=wiring, run=run,
+                                schedule_jobs=schedule_jobs)
 
     # Each update is first charged to its chat's command budget, on arrival; one over budget
     # never reaches a handler. Then group -1 records the chat, before every handler.

@@ -10,7 +10,6 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import Application
 
-from bot.chat.context import Services
 from bot.chat.handlers.common import clean_argument
 from bot.chat.handlers.imports import MIN_MESSAGE_IDS, ids_named, is_import_upload
 from bot.core.i18n import language_from_telegram, t
@@ -23,6 +22,7 @@ from bot.services.budget import (
     import_cost,
     upload_cost,
 )
+from bot.services.container import Services
 
 log = logging.getLogger(__name__)
 

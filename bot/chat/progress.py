@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from types import TracebackType
 
 from telegram import Message, Update
@@ -30,17 +29,6 @@ from bot.chat.handlers.common import edit_quietly, reply
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class ProgressPolicy:
-    """When progress shows: the message after `show_after` s, edits at most every `edit_every`
-    s (Telegram allows about one edit a second per chat), the action renewed every
-    `action_every` s (a chat action shows for five seconds)."""
-
-    show_after: float = 2.0
-    edit_every: float = 2.0
-    action_every: float = 4.5
-
-
 class Progress:
     """A chat action now, a progress message if the work takes long, the answer in its place."""
 
@@ -48,7 +36,7 @@ class Progress:
                  action: str = ChatAction.TYPING) -> None:
         self._update = update
         self._context = context
-        self._policy = context.services.progress or ProgressPolicy()
+        self._policy = context.services.progress
         self._text = text
         self._action = action
         self._message: Message | None = None

@@ -49,3 +49,11 @@ def digest_due(now: float, last_sent: float, digest_time: str, zone: str) -> boo
 
 def local_time(timestamp: float, zone: str, fmt: str = "%Y-%m-%d %H:%M") -> str:
     return datetime.fromtimestamp(timestamp, UTC).astimezone(zoneinfo.ZoneInfo(zone)).strftime(fmt)
+
+
+FOR_YOU_DEFAULT_TIME = "09:00"  # local time, for a chat without a digest time
+
+
+def for_you_time(digest_time: str | None) -> str:
+    """When a chat's For-you message comes: its digest time, else the default hour."""
+    return digest_time or FOR_YOU_DEFAULT_TIME

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 
-from telegram.ext import JobQueue
+from telegram.ext import CallbackContext, JobQueue
 
-from bot.chat.context import BotContext
-from bot.jobs.routine import Job
+from bot.jobs.routine import JobCallback, tracked
+from bot.services.container import Services
 from bot.storage.sqlite.heartbeats import Beat
 
 log = logging.getLogger(__name__)
@@ -25,33 +24,29 @@ RETRY_JOB = "poll-retry"
 RETRY_BASE_SECONDS = 60.0  # a failed poll is tried again after 60 s, 120 s, 240 s …
 
 
-
-def schedule_polls(jobs: JobQueue, *, first: float, wrap: Callable[[Job], Job] = lambda j: j
-                   ) -> None:
+def schedule_polls(jobs: JobQueue, services: Services, *, first: float) -> None:
     """Start the chain of polls: each schedules the next by the calendar, with the same
-    callback (`wrap(poll_job)`, e.g. one that a stop can cancel)."""
-    jobs.run_once(wrap(poll_job), when=first, name=POLL_JOB)
+    callback (one that a stop can cancel)."""
+    jobs.run_once(tracked(services, poll_job), when=first, name=POLL_JOB)
 
 
-async def poll_job(context: BotContext) -> None:
+async def poll_job(services: Services, context: CallbackContext) -> None:
     """The scheduled poll: ingest, match, queue, then deliver what it queued."""
-    services = context.services
     jobs = getattr(context, "job_queue", None)
     job = getattr(context, "job", None)
     chained = job is not None and job.name == POLL_JOB and jobs is not None
-    callback = job.callback if job is not None else poll_job
+    callback = job.callback if job is not None else tracked(services, poll_job)
     try:
-        await _poll_and_deliver(context, callback)
+        await _poll_and_deliver(services, jobs, callback)
     finally:
-        if chained and services.pipeline is not None:
+        if chained:
             delay = await services.pipeline.next_poll_delay()
             jobs.run_once(callback, when=delay, name=POLL_JOB)
             log.debug("next poll in %.0f s", delay)
 
 
-async def _poll_and_deliver(context: BotContext, callback: Job) -> None:
-    services = context.services
-    assert services.pipeline is not None and services.sender is not None
+async def _poll_and_deliver(services: Services, jobs: JobQueue | None,
+                            callback: JobCallback) -> None:
     started = time.monotonic()
     report = await services.pipeline.poll()
     if report.sources and not report.failed_sources:
@@ -65,12 +60,12 @@ async def _poll_and_deliver(context: BotContext, callback: Job) -> None:
         report.count("seen"), len(report.alerts), drained.sent, drained.digests,
         drained.retried, drained.failed, time.monotonic() - started,
     )
+    run = services.run
     if not report.failed_sources:
-        services.failed_polls = 0
+        run.failed_polls = 0
         return
-    services.failed_polls += 1
-    delay = retry_delay(services.failed_polls, services.settings.poll_interval_seconds)
-    jobs = context.job_queue
+    run.failed_polls += 1
+    delay = retry_delay(run.failed_polls, services.settings.poll_interval_seconds)
     if delay is not None and jobs is not None and not jobs.get_jobs_by_name(RETRY_JOB):
         jobs.run_once(callback, when=delay, name=RETRY_JOB)
         log.warning("%d feed(s) failed; polling again in %.0f s",

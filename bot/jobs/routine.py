@@ -1,5 +1,6 @@
 """The scheduled jobs besides the poll (`bot/jobs/poll.py`): delivery, daily digests, For you,
-daily upkeep, the Telegram heartbeat and the Hugging Face list. `app.py` only schedules them."""
+daily upkeep, the Telegram heartbeat and the Hugging Face list. Each takes the services from
+the container (`bot/services/container.py`); `bot/jobs/schedule.py` schedules them."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from collections.abc import Awaitable, Callable
 
 from telegram import Bot
 from telegram.error import TelegramError
+from telegram.ext import CallbackContext
 
-from bot.chat.context import BotContext
-from bot.chat.handlers import settings as chat_settings
 from bot.delivery.render import ForYouEntry, render_for_you
-from bot.delivery.schedule import digest_due
+from bot.delivery.schedule import digest_due, for_you_time
 from bot.delivery.sender import Sender
 from bot.ranking.service import Ranker
+from bot.services.container import Services
 from bot.services.health import TELEGRAM_HEARTBEAT_INTERVAL
 from bot.storage import Storage
 from bot.storage.sqlite.heartbeats import Beat
@@ -30,20 +31,23 @@ PAPER_RETENTION_DAYS = 90  # far beyond /stats' 7 days and /follow's 7-day previ
 THREAD_RETENTION_DAYS = 365
 
 
-Job = Callable[[BotContext], Awaitable[None]]
+# What PTB's JobQueue calls; the context gives the Telegram bot and the job queue, never services.
+JobCallback = Callable[[CallbackContext], Awaitable[None]]
+Job = Callable[[Services, CallbackContext], Awaitable[None]]
 
 
-def tracked(job: Job) -> Job:
-    """A job that a stop can find and cancel (see bot/runtime.py)."""
+def tracked(services: Services, job: Job) -> JobCallback:
+    """The job as PTB's callback, with these services, and one that a stop can find and cancel
+    (see bot/runtime.py)."""
 
     @functools.wraps(job)
-    async def run(context: BotContext) -> None:
+    async def run(context: CallbackContext) -> None:
         task = asyncio.current_task()
-        work = context.services.work
+        work = services.run.work
         if task is not None:
             work.add(task)
         try:
-            await job(context)
+            await job(services, context)
         except asyncio.CancelledError:
             # Only a stop cancels jobs; the scheduler would log it as a crash.
             log.info("%s abandoned: the bot is stopping", job.__name__)
@@ -53,29 +57,25 @@ def tracked(job: Job) -> Job:
     return run
 
 
-async def community_job(context: BotContext) -> None:
+async def community_job(services: Services, context: CallbackContext) -> None:
     """Hugging Face's daily list, a few times a day; its failures stay on its own source.
 
     An alert already sent is not edited when its paper reaches the list later: an edit notifies
     nobody, so the badge would go unseen, and it would spend the chat's message budget; the
     paper shows in /trending (and /trending mine) instead.
     """
-    if context.services.community is not None:
-        await context.services.community.poll()
+    if services.community is not None:
+        await services.community.poll()
 
 
-async def drain_job(context: BotContext) -> None:
+async def drain_job(services: Services, context: CallbackContext) -> None:
     """Deliver whatever came due (retries, resumed chats); skipped while a drain runs."""
-    sender = context.services.sender
-    if sender is not None and not sender.busy:
-        await sender.drain()
+    if not services.sender.busy:
+        await services.sender.drain()
 
 
-async def digest_job(context: BotContext) -> None:
+async def digest_job(services: Services, context: CallbackContext) -> None:
     """Send each digest-mode chat its daily digest once its local time has come."""
-    services = context.services
-    if services.sender is None:
-        return
     await send_due_digests(services.storage, services.sender, services.clock.now())
 
 
@@ -97,11 +97,8 @@ async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
     return sent
 
 
-async def for_you_job(context: BotContext) -> None:
+async def for_you_job(services: Services, context: CallbackContext) -> None:
     """Send each chat with For you on its daily suggestions once its local time has come."""
-    services = context.services
-    if services.ranker is None:
-        return
     await send_for_you(services.storage, services.ranker, context.bot, services.clock.now())
 
 
@@ -114,7 +111,7 @@ async def send_for_you(storage: Storage, ranker: Ranker, bot: Bot, now: float) -
         if chat is None or not chat.active or chat.paused:
             continue
         last = setting.last_sent_at if setting.last_sent_at is not None else setting.enabled_at
-        if digest_due(now, last, chat_settings.for_you_time(chat), chat.timezone):
+        if digest_due(now, last, for_you_time(chat.digest_time), chat.timezone):
             due.append((chat, setting.count))
     if not due:
         return 0
@@ -136,12 +133,11 @@ async def send_for_you(storage: Storage, ranker: Ranker, bot: Bot, now: float) -
     return sent
 
 
-async def prune_job(context: BotContext) -> None:
+async def prune_job(services: Services, context: CallbackContext) -> None:
     """Daily upkeep: forget old delivered alerts and old papers nobody keeps; let the garbage
     collector see a large index once (it frees what polls' freezes kept from it)."""
-    await prune(context.services.storage, context.services.clock.now())
-    if context.services.subscriptions is not None:
-        context.services.subscriptions.refreeze()
+    await prune(services.storage, services.clock.now())
+    services.subscriptions.refreeze()
 
 
 async def prune(storage: Storage, now: float) -> tuple[int, int]:
@@ -166,16 +162,15 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
     return alerts, papers
 
 
-async def telegram_heartbeat_job(context: BotContext) -> None:
+async def telegram_heartbeat_job(services: Services, context: CallbackContext) -> None:
     """Store when Telegram last answered (for `health`); ask it getMe if nothing else did
     within the last heartbeat interval (webhook mode with no traffic)."""
-    services = context.services
-    answered = services.telegram_ok_at
+    answered = services.run.telegram_ok_at
     if answered is None or services.clock.now() - answered > TELEGRAM_HEARTBEAT_INTERVAL:
         try:
             await context.bot.get_me()
         except TelegramError as exc:
             log.warning("Telegram heartbeat failed (%s)", exc)
             return
-    if services.telegram_ok_at is not None:
-        await services.storage.heartbeats.beat(Beat.TELEGRAM, services.telegram_ok_at)
+    if services.run.telegram_ok_at is not None:
+        await services.storage.heartbeats.beat(Beat.TELEGRAM, services.run.telegram_ok_at)

@@ -5,11 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from telegram.request import HTTPXRequest
 
 from bot.config import Settings
 from bot.storage.sqlite.heartbeats import Beat
@@ -79,17 +75,3 @@ def assess(beats: dict[Beat, float], settings: Settings, now: float) -> Health:
                            settings.health_max_telegram_age_seconds),
         now=now,
     )
-
-
-class WatchedRequest(HTTPXRequest):
-    """PTB's HTTP transport, calling `on_success()` after every Bot API call answered 200."""
-
-    def __init__(self, on_success: Callable[[], None], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._on_success = on_success
-
-    async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
-        status, payload = await super().do_request(*args, **kwargs)
-        if status == 200:
-            self._on_success()
-        return status, payload

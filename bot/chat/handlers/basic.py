@@ -84,8 +84,8 @@ async def help_command(update: Update, context: BotContext) -> None:
     """Explain the query language and every command (the optional ones where they work)."""
     chat = update.effective_chat
     extras = [t(context.lang, text) for text, on in (
-        (GUIDE_HELP, context.services.guides is not None),
-        (TRENDING_HELP, context.services.community is not None),
+        (GUIDE_HELP, context.services.features.guides),
+        (TRENDING_HELP, context.services.features.trending),
         (TOPICS_HELP, chat is not None and bool(chat.is_forum))) if on]
     await reply(update, context, "\n".join([t(context.lang, HELP_TEXT), *extras]))
 

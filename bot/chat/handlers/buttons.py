@@ -128,7 +128,7 @@ async def _redraw(update: Update, context: BotContext, message: Message, paper: 
     if row is not None and row.alert.arxiv_id != paper.arxiv_id:
         row = None  # a digest's message: the paper is shown as a card
     rendered = await alert_message(store, chat_id, context.lang, paper, row, expanded=expanded,
-                                   guide=context.services.guides is not None)
+                                   guide=context.services.features.guides)
     await edit_quietly(message.edit_text(rendered.text, reply_markup=rendered.reply_markup))
 
 

@@ -207,4 +207,4 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
 
 async def _card(update: Update, context: BotContext, paper: Paper) -> RenderedMessage:
     return await alert_message(context.store, update.effective_chat.id, context.lang, paper,
-                               None, guide=context.services.guides is not None)
+                               None, guide=context.services.features.guides)

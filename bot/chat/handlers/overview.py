@@ -170,7 +170,7 @@ async def status(update: Update, context: BotContext) -> None:
     store = context.store
     now = context.now()
     lines = [t(lang, "🛠 <b>Status</b> — version {version}, up {uptime}",
-               version=__version__, uptime=duration(lang, now - context.services.started_at)),
+               version=__version__, uptime=duration(lang, now - context.services.run.started_at)),
              ""]
     sources = await store.sources.all()
     if not sources:
@@ -192,7 +192,7 @@ async def status(update: Update, context: BotContext) -> None:
             lines.append(t(lang, "    listing: {error}",
                            error=quote(source.state.listing_error[:300])))
     beats = await store.heartbeats.all()
-    answered = context.services.telegram_ok_at  # newer than the stored beat, once a minute
+    answered = context.services.run.telegram_ok_at  # newer than the stored beat, once a minute
     if answered is not None:
         beats[Beat.TELEGRAM] = max(answered, beats.get(Beat.TELEGRAM, answered))
     health = assess(beats, context.settings, now)

@@ -13,7 +13,13 @@ from bot.chat.handlers.common import (
 )
 from bot.core.i18n import SUPPORTED_LANGUAGES, t, tn
 from bot.core.models import DeliveryMode
-from bot.delivery.schedule import canonical_zone, local_time, next_digest_after, parse_hhmm
+from bot.delivery.schedule import (
+    canonical_zone,
+    for_you_time,
+    local_time,
+    next_digest_after,
+    parse_hhmm,
+)
 from bot.ranking.model import MIN_POSITIVES
 
 
@@ -133,14 +139,6 @@ async def language(update: Update, context: BotContext) -> None:
 
 FOR_YOU_DEFAULT_COUNT = 5
 FOR_YOU_MAX_COUNT = 20
-FOR_YOU_DEFAULT_TIME = "09:00"  # local time, for a chat without a digest time
-
-
-def for_you_time(record: object) -> str:
-    """When a chat's For-you message comes: its digest time, else the default hour."""
-    return getattr(record, "digest_time", None) or FOR_YOU_DEFAULT_TIME
-
-
 async def for_you(update: Update, context: BotContext) -> None:
     """`/foryou on|off|N`: a daily message of papers the subscriptions missed but the chat's
     model scores highly."""
@@ -172,8 +170,8 @@ async def for_you(update: Update, context: BotContext) -> None:
     record = context.chat_record
     lines = [t(lang, "✨ For you is on: once a day at {time} ({zone}), up to {count} papers "
                      "your subscriptions did not match but your saved and 👍 papers suggest.",
-               time=for_you_time(record), zone=record.timezone if record else "UTC",
-               count=count)]
+               time=for_you_time(record.digest_time if record else None),
+               zone=record.timezone if record else "UTC", count=count)]
     status = await context.ranker.status(chat_id)
     if not status.active:
         lines.append(t(lang, "It starts once you have {minimum} saved or 👍 papers "

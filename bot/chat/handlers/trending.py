@@ -55,5 +55,5 @@ async def trending(update: Update, context: BotContext) -> None:
     for pick, paper in shown:
         saved, saved_by = await saved_state(store, chat_id, paper.arxiv_id)
         card = render_paper_card(paper, saved=saved, saved_by=saved_by, lang=lang, pick=pick,
-                                 guide=context.services.guides is not None)
+                                 guide=context.services.features.guides)
         await reply(update, context, card.text, reply_markup=card.reply_markup)

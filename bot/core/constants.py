@@ -1,0 +1,5 @@
+"""Constants more than one room needs."""
+
+from __future__ import annotations
+
+DAY = 86400  # seconds
