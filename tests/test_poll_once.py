@@ -163,3 +163,80 @@ async def test_polls_never_overlap(harness: Harness) -> None:
     assert len(first.alerts) + len(second.alerts) == 2
     await harness.drain()
     assert len(harness.tg.messages(READER)) - 1 == 2, "one alert per paper, after the reply"
+
+
+DIGEST_READER = 78  # follows every paper of the day: more than a digest's threshold
+
+
+def parse_previews(stdout: str) -> dict[int, list[str]]:
+    """The dry run's message blocks, chat by chat, in order."""
+    previews: dict[int, list[str]] = {}
+    current: list[str] | None = None
+    for line in stdout.splitlines():
+        if line.startswith("── chat ") and line.endswith(" ──"):
+            chat_id = int(line.split()[2].rstrip(":,"))
+            current = []
+            previews.setdefault(chat_id, []).append(current)  # type: ignore[arg-type]
+        elif line == "dry run: nothing was sent or stored":
+            current = None
+        elif current is not None:
+            current.append(line)
+    return {chat: ["\n".join(block) for block in blocks]  # type: ignore[misc]
+            for chat, blocks in previews.items()}
+
+
+async def test_a_dry_run_prints_exactly_the_messages_the_running_bot_sends(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer
+) -> None:
+    """The same poll both ways, from two copies of one database: `poll-once --dry-run` on
+    one, the running bot on the other; each chat's messages must be the same texts."""
+    (tmp_path / ".env").write_text(
+        f"TELEGRAM_BOT_TOKEN={fake_telegram.token}\n"
+        f"TELEGRAM_API_URL={fake_telegram.api_url}\n"
+        f"ARXIV_RSS_URL={fake_arxiv.rss_url}\n"
+        f"ARXIV_API_URL={fake_arxiv.api_url}\n"
+        "ARXIV_MIN_INTERVAL_SECONDS=0\n"
+    )
+    dry_database = tmp_path / "data" / "bot.sqlite3"
+    await seed_chats(dry_database)
+    storage = await Storage.open(dry_database)
+    try:
+        await storage.chats.record(DIGEST_READER, "private", None, "zh", SystemClock().now())
+        subscriptions = SubscriptionService(storage, SystemClock())
+        result = await subscriptions.follow(DIGEST_READER, "ti:sparse")
+        assert result.status == "added", result
+    finally:
+        await storage.close()
+    live_database = tmp_path / "live" / "bot.sqlite3"
+    live_database.parent.mkdir()
+    live_database.write_bytes(dry_database.read_bytes())
+    papers = [make_paper(n, categories=("cs.LG",) if n <= 2 else ("cs.DS",))
+              for n in range(1, 15)]
+    fake_arxiv.set_feed(None, rss_feed(papers, names=("cs",), announce_date=MONDAY))
+
+    dry = await asyncio.to_thread(run_cli, tmp_path, "poll-once", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert fake_telegram.calls == [], "a dry run never talks to Telegram"
+    printed = parse_previews(dry.stdout)
+
+    settings = make_settings(tmp_path, fake_telegram, fake_arxiv,
+                             DATABASE_PATH=str(live_database))
+    app = build_application(settings, ManualClock(time.time()), schedule_jobs=False,
+                            pacer=Pacer(rate=1000, private_interval=0, group_interval=0))
+    await app.initialize()
+    await app.post_init(app)
+    try:
+        services = app.bot_data["services"]
+        await services.pipeline.poll()
+        await services.sender.drain()
+    finally:
+        await app.post_shutdown(app)
+        await app.shutdown()
+    sent = {chat: [m.sent_text for m in fake_telegram.messages(chat)]
+            for chat in (READER, LAB, DIGEST_READER)}
+
+    assert set(printed) == {READER, LAB, DIGEST_READER}, dry.stdout
+    assert len(sent[READER]) == 2 and len(sent[LAB]) == 1
+    assert "14" in sent[DIGEST_READER][0], "more than the threshold: one digest, in Chinese"
+    for chat, texts in sent.items():
+        assert printed[chat] == texts, f"chat {chat}: the dry run printed other messages"

@@ -26,7 +26,7 @@ from telegram.ext import ExtBot
 
 from bot.core.clock import Clock
 from bot.core.models import DeliveryMode
-from bot.delivery.compose import Outgoing, Relevance, compose_for_chat
+from bot.delivery.compose import Composition, Outgoing, Relevance, compose_for_chat
 from bot.delivery.pacing import OVERALL_PER_SECOND, Pacer
 from bot.delivery.render import render_topic_fallback, topic_label
 from bot.storage import Storage
@@ -284,19 +284,38 @@ class Sender:
             if fallen_back() == before:
                 return
 
-    async def _deliver_rows(self, chat_id: int, report: DrainReport,
-                            digest_mode_run: bool) -> None:
+    async def preview(self) -> dict[int, list[Outgoing]]:
+        """What a drain would send now, chat by chat, composed exactly as the drain composes
+        it; nothing is claimed, sent or changed (`poll-once --dry-run` prints it)."""
+        previews = {}
+        for chat_id in await self._store.outbox.due_chats(self._due_by()):
+            composed = await self._compose(chat_id, digest_mode_run=False)
+            if composed is not None and composed[1].messages:
+                previews[chat_id] = composed[1].messages
+        return previews
+
+    async def _compose(self, chat_id: int, digest_mode_run: bool
+                       ) -> tuple[Chat, Composition] | None:
+        """A chat's pending rows as messages, or None when nothing may go to it now."""
         chat = await self._store.chats.get(chat_id)
         if chat is None or not chat.active or chat.paused:
-            return
+            return None
         if chat.delivery_mode == DeliveryMode.DIGEST and not digest_mode_run:
-            return
+            return None
         rows = await self._store.outbox.pending_for_chat(chat_id, self._due_by())
         if not rows:
-            return
+            return None
         composition = await compose_for_chat(self._store, chat, rows, digest_run=digest_mode_run,
                                              guide=self._guides,
                                              relevance=self._relevance)
+        return chat, composition
+
+    async def _deliver_rows(self, chat_id: int, report: DrainReport,
+                            digest_mode_run: bool) -> None:
+        composed = await self._compose(chat_id, digest_mode_run)
+        if composed is None:
+            return
+        chat, composition = composed
         if composition.missing:
             await self._store.outbox.mark_failed([r.id for r in composition.missing],
                                                  "paper missing from the store")

@@ -1,0 +1,91 @@
+"""The operator's use-cases behind `python -m bot poll-once`, `backup` and `health`."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.config import Settings
+from bot.core.clock import SystemClock
+from bot.delivery.compose import Outgoing
+from bot.delivery.sender import DrainReport
+from bot.services.container import open_services
+from bot.services.health import Health, assess
+from bot.services.ingest import PollReport
+from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.heartbeats import HeartbeatRepository
+
+if TYPE_CHECKING:
+    from telegram import Bot
+
+
+@dataclass(frozen=True, slots=True)
+class PollOnce:
+    """One poll as the operator sees it: the report, each chat's title, and what each chat
+    received (`drained`) or, in a dry run, the messages it would receive (`previews`)."""
+
+    report: PollReport
+    chat_titles: dict[int, str]
+    previews: dict[int, list[Outgoing]]
+    drained: DrainReport | None  # None in a dry run
+
+
+async def poll_once(settings: Settings, bot: Bot, *, dry_run: bool) -> PollOnce:
+    """One poll through the same services the running bot uses; delivered unless a dry run.
+
+    A dry run polls a copy of the database (SQLite's online backup, safe beside a running bot)
+    and composes what the sender would send next, so it prints exactly the running bot's
+    messages while the real database and Telegram see nothing of it.
+    """
+    if not dry_run:
+        return await _poll_once(settings, bot, dry_run=False)
+    with tempfile.TemporaryDirectory(prefix="arxiv-alert-bot-dry-run-") as scratch:
+        copy = Path(scratch) / "copy.sqlite3"
+        if settings.database_path.is_file():
+            await _copy_database(settings.database_path, copy)
+        return await _poll_once(dataclasses.replace(settings, database_path=copy), bot,
+                                dry_run=True)
+
+
+async def _poll_once(settings: Settings, bot: Bot, *, dry_run: bool) -> PollOnce:
+    async with open_services(settings, bot=bot) as services:
+        report = await services.pipeline.poll()
+        if dry_run:
+            previews, drained = await services.sender.preview(), None
+        else:
+            previews, drained = {}, await services.sender.drain()
+        titles = {}
+        for chat_id in {a.chat_id for a in report.alerts}:
+            chat = await services.storage.chats.get(chat_id)
+            titles[chat_id] = chat.title if chat and chat.title else ""
+        return PollOnce(report, titles, previews, drained)
+
+
+async def _copy_database(source: Path, target: Path) -> None:
+    db = await Database.open(source, create=False, migrate=False)
+    try:
+        await db.backup(target)
+    finally:
+        await db.close()
+
+
+async def backup(settings: Settings, path: Path) -> None:
+    """A consistent copy of the database at `path`, safe beside a running bot."""
+    # A mistyped DATABASE_PATH must fail, not "back up" a new empty database.
+    await _copy_database(settings.database_path, path)
+
+
+async def health(settings: Settings) -> Health:
+    """The heartbeats as stored, against their limits."""
+    db = await Database.open(settings.database_path, create=False, migrate=False)
+    try:
+        beats = await HeartbeatRepository(db).all()
+    except sqlite3.OperationalError:  # a database the (new) bot has not migrated yet
+        beats = {}
+    finally:
+        await db.close()
+    return assess(beats, settings, SystemClock().now())
