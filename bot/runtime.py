@@ -16,6 +16,7 @@ from telegram.ext import Application
 
 from bot import __version__
 from bot.config import Settings
+from bot.delivery.sender import flood_wait_seconds
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +55,7 @@ async def connect(application: Application, stop: asyncio.Event) -> bool:
         except InvalidToken:
             raise
         except RetryAfter as exc:
-            delay = max(float(exc.retry_after if isinstance(exc.retry_after, int | float)
-                              else exc.retry_after.total_seconds()), 1.0)
+            delay = max(flood_wait_seconds(exc), 1.0)
             reason = f"flood control: {_reason(exc)}"
         except (NetworkError, TelegramError) as exc:
             delay, reason = connect_delay(attempt), _reason(exc)

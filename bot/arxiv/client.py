@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import logging
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from urllib.parse import urlencode, urljoin
 
 import httpx
 
-from bot import __version__
 from bot.arxiv.errors import (
     ApiError,
     ArxivError,
@@ -28,6 +24,15 @@ from bot.arxiv.errors import (
 )
 from bot.arxiv.feeds import ApiResult, RssFeed, parse_api, parse_rss
 from bot.arxiv.listing import Listing, parse_listing
+from bot.core.http import (
+    RETRY_STATUSES,
+    RetryPolicy,
+    SleepFn,
+    Transient,
+    polite_client,
+    retry_after_seconds,
+    with_retries,
+)
 from bot.core.models import ArxivId, Paper
 
 __all__ = [
@@ -46,8 +51,6 @@ __all__ = [
     "RssFetch",
 ]
 
-log = logging.getLogger(__name__)
-
 DEFAULT_RSS_URL = "https://rss.arxiv.org/rss"
 DEFAULT_API_URL = "https://export.arxiv.org/api/query"
 DEFAULT_LISTING_URL = "https://arxiv.org/list"  # robots.txt allows /list
@@ -55,13 +58,9 @@ DEFAULT_LISTING_URL = "https://arxiv.org/list"  # robots.txt allows /list
 # requests to a single connection at a time." The feeds are served by the same people, so all
 # arXiv traffic shares this one gap.
 DEFAULT_MIN_INTERVAL = 3.0
-_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _MAX_REDIRECTS = 3
 _ID_BATCH = 100
-
-SleepFn = Callable[[float], Awaitable[object]]
-
 
 @dataclass(frozen=True, slots=True)
 class RequestPolicy:
@@ -126,7 +125,6 @@ class ArxivClient:
         self.rss_url = rss_url.rstrip("/")
         self.api_url = api_url
         self.listing_url = listing_url.rstrip("/")
-        self.user_agent = f"arxiv-alert-bot/{__version__} {contact}".strip()
         self._min_interval = min_interval
         self._backoff_base = backoff_base
         self._max_backoff = max_backoff
@@ -141,9 +139,9 @@ class ArxivClient:
         self._ingesting = 0
         self._ingest_idle = asyncio.Event()
         self._ingest_idle.set()
-        self._http = httpx.AsyncClient(
-            headers={"User-Agent": self.user_agent},
-            timeout=httpx.Timeout(timeout),
+        self._http = polite_client(
+            contact=contact,
+            timeout=timeout,
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
             # Redirects are followed by hand so that each hop waits its turn at the gate.
             follow_redirects=False,
@@ -278,57 +276,64 @@ class ArxivClient:
             headers["If-None-Match"] = etag
         if last_modified:
             headers["If-Modified-Since"] = last_modified
-        attempt = 0
+
+        async def attempt(number: int) -> FetchResult:
+            return await self._attempt(url, headers, number, policy, interactive=interactive,
+                                       etag=etag, last_modified=last_modified,
+                                       extra_ok=extra_ok)
+
+        def too_long(transient: Transient) -> bool:
+            # A person waiting is not kept for a long Retry-After; ingest waits it out (capped).
+            return (interactive and transient.retry_after is not None
+                    and transient.retry_after > policy.max_retry_after)
+
+        retry = RetryPolicy(policy.attempts, self._backoff_base, self._max_backoff,
+                            self._policy.max_retry_after)
+        return await with_retries(attempt, retry, what="arXiv", sleep=self._sleep,
+                                  rng=self._rng, give_up=too_long)
+
+    async def _attempt(self, url: str, headers: dict[str, str], number: int,
+                       policy: RequestPolicy, *, interactive: bool, etag: str | None,
+                       last_modified: str | None, extra_ok: frozenset[int]) -> FetchResult:
+        """One attempt, redirects included; a failure worth another try is `Transient`."""
         redirects = 0
         while True:
-            attempt += 1
             try:
                 status, response_headers, body = await self._send(
                     url, headers, timeout=policy.timeout, interactive=interactive)
             except (httpx.TimeoutException, TimeoutError) as exc:
-                failure: ArxivError = FetchTimeoutError(
-                    f"arXiv did not answer in time ({type(exc).__name__})", url=url)
-                retry_after = None
+                raise Transient(FetchTimeoutError(
+                    f"arXiv did not answer in time ({type(exc).__name__})", url=url,
+                    attempts=number)) from exc
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-                raise ArxivError(f"bad arXiv URL: {exc}", url=url, attempts=attempt) from exc
+                raise ArxivError(f"bad arXiv URL: {exc}", url=url, attempts=number) from exc
             except httpx.RequestError as exc:  # refused, reset, cut short, undecodable
-                failure = NetworkError(f"connection to arXiv failed ({type(exc).__name__})",
-                                       url=url)
-                retry_after = None
-            else:
-                if status in _REDIRECT_STATUSES and "location" in response_headers:
-                    redirects += 1
-                    if redirects > _MAX_REDIRECTS:
-                        raise HTTPStatusError(status, "too many redirects", url=url,
-                                              attempts=attempt)
-                    url = urljoin(url, response_headers["location"])
-                    attempt -= 1
-                    continue
-                if status == 304 or 200 <= status < 300 or status in extra_ok:
-                    return FetchResult(
-                        url=url,
-                        status=status,
-                        body=b"" if status == 304 else body,
-                        etag=response_headers.get("etag") or (etag if status == 304 else None),
-                        last_modified=response_headers.get("last-modified")
-                        or (last_modified if status == 304 else None),
-                        not_modified=status == 304,
-                        attempts=attempt,
-                    )
-                if status not in _RETRY_STATUSES:
-                    raise HTTPStatusError(status, url=url, attempts=attempt, retryable=False)
-                error_type = RateLimitedError if status == 429 else HTTPStatusError
-                failure = error_type(status, url=url, retryable=True)
-                retry_after = _retry_after_seconds(response_headers.get("retry-after"))
-
-            too_long = retry_after is not None and retry_after > policy.max_retry_after
-            if attempt >= policy.attempts or (too_long and interactive):
-                failure.attempts = attempt
-                raise failure
-            delay = self._backoff(attempt, retry_after)
-            log.warning("arXiv request failed (%s), attempt %d of %d, retrying in %.1f s",
-                        failure.message, attempt, policy.attempts, delay)
-            await self._sleep(delay)
+                raise Transient(NetworkError(
+                    f"connection to arXiv failed ({type(exc).__name__})", url=url,
+                    attempts=number)) from exc
+            if status in _REDIRECT_STATUSES and "location" in response_headers:
+                redirects += 1
+                if redirects > _MAX_REDIRECTS:
+                    raise HTTPStatusError(status, "too many redirects", url=url,
+                                          attempts=number)
+                url = urljoin(url, response_headers["location"])
+                continue
+            if status == 304 or 200 <= status < 300 or status in extra_ok:
+                return FetchResult(
+                    url=url,
+                    status=status,
+                    body=b"" if status == 304 else body,
+                    etag=response_headers.get("etag") or (etag if status == 304 else None),
+                    last_modified=response_headers.get("last-modified")
+                    or (last_modified if status == 304 else None),
+                    not_modified=status == 304,
+                    attempts=number,
+                )
+            if status not in RETRY_STATUSES:
+                raise HTTPStatusError(status, url=url, attempts=number, retryable=False)
+            error_type = RateLimitedError if status == 429 else HTTPStatusError
+            raise Transient(error_type(status, url=url, retryable=True, attempts=number),
+                            retry_after_seconds(response_headers.get("retry-after")))
 
     async def _send(self, url: str, headers: dict[str, str], *, timeout: float,
                     interactive: bool = False) -> tuple[int, httpx.Headers, bytes]:
@@ -358,28 +363,3 @@ class ArxivClient:
                 # Measured from the end of each request, so arXiv sees the gap between
                 # arrivals even when a response is slow.
                 self._last_request_end = time.monotonic()
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self._policy.max_retry_after)
-        exponential = self._backoff_base * 2 ** (attempt - 1)
-        jitter = self._rng.uniform(0, self._backoff_base)
-        return min(exponential + jitter, self._max_backoff)
-
-
-def _retry_after_seconds(value: str | None) -> float | None:
-    """Retry-After as seconds: either a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())

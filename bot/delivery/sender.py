@@ -468,7 +468,7 @@ class Sender:
                 message_thread_id=outgoing.topic_id or None, **self._paced,
             )
         except RetryAfter as exc:
-            seconds = _seconds(exc.retry_after)
+            seconds = flood_wait_seconds(exc)
             overall = self._pacer.flood_wait(chat_id, seconds)
             log.warning("Telegram asked to wait %.0f s before %s", seconds,
                         "any message" if overall else f"chat {chat_id}")
@@ -491,5 +491,8 @@ class Sender:
         return Sent(message.message_id)
 
 
-def _seconds(value: int | float | timedelta) -> float:
+def flood_wait_seconds(exc: RetryAfter) -> float:
+    """Telegram's flood-control wait in seconds (PTB gives a timedelta or, before its timedelta
+    behaviour was chosen, a number)."""
+    value = exc.retry_after
     return value.total_seconds() if isinstance(value, timedelta) else float(value)

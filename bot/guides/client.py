@@ -9,7 +9,7 @@ import re
 
 import httpx
 
-from bot import __version__
+from bot.core.http import polite_client
 from bot.core.models import Paper
 
 log = logging.getLogger(__name__)
@@ -66,10 +66,9 @@ class GuideClient:
             else url.rstrip("/") + "/chat/completions"
         self.model = model
         self._timeout = timeout
-        headers = {"User-Agent": f"arxiv-alert-bot/{__version__}"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        self._http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout))
+        # No retries: the reader is waiting, and the whole request is bounded by `timeout`.
+        self._http = polite_client(
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else None, timeout=timeout)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -8,29 +8,32 @@ the arXiv API client before it is shown: every card keeps real arXiv metadata.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
-import random
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
 import httpx
 
-from bot import __version__
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.errors import ArxivError
 from bot.core.clock import Clock
+from bot.core.http import (
+    RETRY_STATUSES,
+    RetryPolicy,
+    SleepFn,
+    Transient,
+    polite_client,
+    retry_after_seconds,
+    with_retries,
+)
 from bot.core.models import ArxivId, CommunityPick, Paper
 from bot.storage import Storage
 
 log = logging.getLogger(__name__)
 
 DEFAULT_URL = "https://huggingface.co/api/daily_papers"
-_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_PICKS = 500  # a day's list holds a few dozen; this bounds a hostile answer
 
 
@@ -123,21 +126,17 @@ class CommunityPicks:
 
     def __init__(self, url: str, storage: Storage, arxiv: ArxivClient, clock: Clock, *,
                  timeout: float = 20.0, max_attempts: int = 3, backoff_base: float = 2.0,
-                 max_retry_after: float = 60.0,
-                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep) -> None:
+                 max_backoff: float = 60.0, max_retry_after: float = 60.0,
+                 sleep: SleepFn = asyncio.sleep) -> None:
         self.url = url
         self._store = storage
         self._arxiv = arxiv
         self._clock = clock
-        self._max_attempts = max_attempts
-        self._backoff_base = backoff_base
-        self._max_retry_after = max_retry_after
+        self._retry = RetryPolicy(max_attempts, backoff_base, max_backoff, max_retry_after)
         self._sleep = sleep
         self._lock = asyncio.Lock()
-        self._http = httpx.AsyncClient(
-            headers={"User-Agent": f"arxiv-alert-bot/{__version__}",
-                     "Accept": "application/json"},
-            timeout=httpx.Timeout(timeout), follow_redirects=True)
+        self._http = polite_client(headers={"Accept": "application/json"}, timeout=timeout,
+                                   follow_redirects=True)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -200,50 +199,32 @@ class CommunityPicks:
 
     async def _fetch(self, url: str, etag: str | None, last_modified: str | None
                      ) -> tuple[int, bytes, str | None, str | None]:
-        """GET with validators; 429, 5xx, timeouts and connection errors are retried with
-        exponential backoff (Retry-After honoured up to a minute)."""
+        """GET with validators; 429, 5xx, timeouts and connection errors are tried again
+        (the one retry policy of `core.http`, Retry-After honoured up to a minute)."""
         headers = {}
         if etag:
             headers["If-None-Match"] = etag
         if last_modified:
             headers["If-Modified-Since"] = last_modified
-        error = HuggingFaceError(f"no request made to {url}")
-        attempts = 0
-        for attempt in range(1, self._max_attempts + 1):
-            attempts = attempt
-            delay = self._backoff_base * 2 ** (attempt - 1) * (0.5 + random.random() / 2)
+
+        async def attempt(number: int) -> tuple[int, bytes, str | None, str | None]:
+            tries = f" after {number} attempts" if number > 1 else ""
             try:
                 response = await self._http.get(url, headers=headers)
             except httpx.TimeoutException:
-                error = HuggingFaceError(f"Hugging Face did not answer in time ({url})")
+                raise Transient(HuggingFaceError(
+                    f"Hugging Face did not answer in time ({url}){tries}")) from None
             except httpx.HTTPError as exc:
-                error = HuggingFaceError(f"cannot reach Hugging Face: {type(exc).__name__}")
-            else:
-                status = response.status_code
-                if status in (200, 304):
-                    return (status, response.content, response.headers.get("ETag"),
-                            response.headers.get("Last-Modified"))
-                error = HuggingFaceError(f"Hugging Face answered HTTP {status} ({url})", status)
-                if status not in _RETRY_STATUSES:
-                    break
-                delay = max(delay, _retry_after(response.headers.get("Retry-After"),
-                                                self._max_retry_after))
-            if attempt < self._max_attempts:
-                await self._sleep(delay)
-        if attempts > 1:
-            error.args = (f"{error.args[0]} after {attempts} attempts",)
-        raise error
+                raise Transient(HuggingFaceError(
+                    f"cannot reach Hugging Face: {type(exc).__name__}{tries}")) from None
+            status = response.status_code
+            if status in (200, 304):
+                return (status, response.content, response.headers.get("ETag"),
+                        response.headers.get("Last-Modified"))
+            error = HuggingFaceError(f"Hugging Face answered HTTP {status} ({url}){tries}",
+                                     status)
+            if status not in RETRY_STATUSES:
+                raise error
+            raise Transient(error, retry_after_seconds(response.headers.get("Retry-After")))
 
-
-def _retry_after(value: str | None, cap: float) -> float:
-    """Seconds from a Retry-After header (seconds or an HTTP date), capped; 0 if absent."""
-    if not value:
-        return 0.0
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError):
-            return 0.0
-    return min(max(seconds, 0.0), cap)
+        return await with_retries(attempt, self._retry, what="Hugging Face", sleep=self._sleep)

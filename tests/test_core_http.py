@@ -1,0 +1,82 @@
+"""The one polite HTTP policy: the User-Agent, Retry-After, and when a request is tried again."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+
+from bot import __version__
+from bot.core.http import RetryPolicy, Transient, retry_after_seconds, user_agent, with_retries
+from tests.conftest import RecordingSleep
+
+
+def test_user_agent_names_the_bot_and_its_contact_if_any() -> None:
+    assert user_agent() == f"arxiv-alert-bot/{__version__}"
+    assert user_agent("(+mailto:ops@example.org)") == (
+        f"arxiv-alert-bot/{__version__} (+mailto:ops@example.org)")
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    (None, None), ("", None), ("7", 7.0), (" 2.5 ", 2.5), ("-3", 0.0), ("soon", None),
+    ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date gone by: no wait
+])
+def test_retry_after_is_seconds_or_an_http_date(header: str | None,
+                                                seconds: float | None) -> None:
+    assert retry_after_seconds(header) == seconds
+
+
+def test_retry_after_as_a_date_to_come() -> None:
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    wait = retry_after_seconds(soon)
+    assert wait is not None and 25 <= wait <= 30
+
+
+async def test_transient_failures_are_tried_again_then_the_last_one_raised() -> None:
+    sleep = RecordingSleep()
+    tried: list[int] = []
+
+    async def attempt(number: int) -> str:
+        tried.append(number)
+        raise Transient(LookupError(f"busy {number}"), retry_after=5 if number == 2 else None)
+
+    with pytest.raises(LookupError, match="busy 3"):
+        await with_retries(attempt, RetryPolicy(3, backoff_base=1.0, max_retry_after=4.0),
+                           what="test", sleep=sleep, rng=random.Random(1))
+
+    assert tried == [1, 2, 3]
+    # backoff 1 s + up to 1 s of jitter; then the server's 5 s, capped at 4 s
+    assert 1.0 <= sleep.delays[0] <= 2.0 and sleep.delays[1] == 4.0
+
+
+async def test_other_errors_and_results_end_the_attempts_at_once() -> None:
+    sleep = RecordingSleep()
+
+    async def refused(number: int) -> str:
+        raise PermissionError("no")
+
+    async def second_time_lucky(number: int) -> str:
+        if number == 1:
+            raise Transient(LookupError("busy"))
+        return "ok"
+
+    with pytest.raises(PermissionError):
+        await with_retries(refused, RetryPolicy(3), what="test", sleep=sleep)
+    assert sleep.delays == []
+    assert await with_retries(second_time_lucky, RetryPolicy(3), what="test",
+                              sleep=sleep) == "ok"
+    assert len(sleep.delays) == 1
+
+
+async def test_give_up_stops_before_a_wait_not_worth_it() -> None:
+    sleep = RecordingSleep()
+
+    async def rate_limited(number: int) -> str:
+        raise Transient(LookupError("429"), retry_after=600)
+
+    with pytest.raises(LookupError):
+        await with_retries(rate_limited, RetryPolicy(4), what="test", sleep=sleep,
+                           give_up=lambda t: (t.retry_after or 0) > 60)
+    assert sleep.delays == []
