@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
+from bot.core.constants import DAY
 from bot.core.redaction import RedactingFilter, token_secrets
 
 _TOKEN_RE = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
@@ -19,7 +20,6 @@ _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what Telegram accepts as s
 _CATEGORY_RE = re.compile(r"^[a-z][a-z\-]*(\.[A-Za-z\-]+)?$")
 
 
-DAY = 86400
 _CALENDAR_SECONDS = {
     "ARXIV_TIGHT_POLL_SECONDS": "arxiv_tight_poll_seconds",
     "ARXIV_RELAXED_POLL_SECONDS": "arxiv_relaxed_poll_seconds",
@@ -174,10 +174,10 @@ def _health(values: Callable[[str], str | None], poll_interval: int) -> dict[str
     return {
         "health_max_arxiv_age_seconds": _int(
             "HEALTH_MAX_ARXIV_AGE_SECONDS",
-            values("HEALTH_MAX_ARXIV_AGE_SECONDS") or str(arxiv_default), 60, 30 * 86400),
+            values("HEALTH_MAX_ARXIV_AGE_SECONDS") or str(arxiv_default), 60, 30 * DAY),
         "health_max_telegram_age_seconds": _int(
             "HEALTH_MAX_TELEGRAM_AGE_SECONDS",
-            values("HEALTH_MAX_TELEGRAM_AGE_SECONDS") or "600", 120, 30 * 86400),
+            values("HEALTH_MAX_TELEGRAM_AGE_SECONDS") or "600", 120, 30 * DAY),
     }
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from telegram import InlineKeyboardMarkup
 
 from bot.core.models import ArxivId, Feedback, Paper
+from bot.core.text import utf16_len
 from bot.delivery.callbacks import Rate, ToggleAbstract, ToggleSave, decode
 from bot.delivery.diff import describe_changes
 from bot.delivery.latex import latex_to_unicode
@@ -30,7 +31,6 @@ from bot.delivery.render import (
     sentence_preview,
     shorten_authors,
     truncate_at_word,
-    utf16_len,
     with_feedback_state,
     with_saved_state,
 )

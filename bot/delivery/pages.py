@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.core.i18n import t
 from bot.core.models import ArxivId, LibraryEntry
+from bot.core.text import escape, escape_attribute
 from bot.delivery import callbacks
 from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import (
@@ -39,11 +39,11 @@ def render_saved_page(entries: Sequence[LibraryEntry], *, page: int, total: int,
     first_number = (page - 1) * PAGE_SIZE + 1
     for number, entry in enumerate(entries, start=first_number):
         paper = entry.paper
-        title = html.escape(truncate_at_word(latex_to_unicode(paper.title), 200))
-        authors = html.escape(shorten_authors(paper.authors, 2, lang=lang)[:150])
+        title = escape(truncate_at_word(latex_to_unicode(paper.title), 200))
+        authors = escape(shorten_authors(paper.authors, 2, lang=lang)[:150])
         saver = f" · {saved_by_line(entry.saver.first_name, lang)}" if entry.saver else ""
         lines.append(f"{number}. <b>{title}</b>\n    {authors} · "
-                     f"<a href=\"{html.escape(paper.abs_url)}\">arXiv:{html.escape(paper.arxiv_id)}"
+                     f"<a href=\"{escape_attribute(paper.abs_url)}\">arXiv:{escape(paper.arxiv_id)}"
                      f"</a>{saver}")
         remove_row.append(InlineKeyboardButton(
             t(lang, "✖ {number}", number=number),

@@ -8,7 +8,6 @@ is put into HTML.
 
 from __future__ import annotations
 
-import html
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ from telegram.constants import MessageLimit
 
 from bot.core.i18n import t, tn
 from bot.core.models import GENERAL, AlertKind, ArxivId, CommunityPick, Feedback, Paper
+from bot.core.text import escape, escape_attribute, utf16_len
 from bot.delivery.callbacks import (
     Action,
     DigestMore,
@@ -66,11 +66,6 @@ class DigestEntry:
 
 # ---------------------------------------------------------------------------------------------
 # Small helpers
-
-
-def utf16_len(text: str) -> int:
-    """Length as Telegram counts it (UTF-16 code units)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def truncate_at_word(text: str, limit: int) -> str:
@@ -170,17 +165,13 @@ def preview_source(raw: str, budget: int = PREVIEW_SOURCE_CHARS) -> tuple[str, b
     return raw[:safe], True
 
 
-def _esc(text: str) -> str:
-    return html.escape(text, quote=False)
-
-
 def _plain(text: str | None) -> str:
     """Outside text as shown: LaTeX as Unicode, no control characters, whitespace collapsed."""
     return latex_to_unicode(text) if text else ""
 
 
 def _clip(text: str, limit: int) -> str:
-    return _esc(truncate_at_word(text, limit))
+    return escape(truncate_at_word(text, limit))
 
 
 def _version_id(paper: Paper) -> ArxivId | None:
@@ -300,11 +291,11 @@ def _alert_html(
     if kind == AlertKind.NEW:
         title = "🆕 " + title
     elif kind == AlertKind.REVISION:
-        title = "🔄 " + _esc(t(lang, "v{version}", version=paper.version)) + " · " + title
+        title = "🔄 " + escape(t(lang, "v{version}", version=paper.version)) + " · " + title
     lines: list[str] = [title]
-    lines.append(_esc(_authors_text(paper.authors, 3, limits.author, lang)))
+    lines.append(escape(_authors_text(paper.authors, 3, limits.author, lang)))
     # The primary category and how many more: the full list is one tap away on arXiv.
-    meta = [_esc(format_categories([clean_text(c)[:40] for c in paper.categories], limit=1))]
+    meta = [escape(format_categories([clean_text(c)[:40] for c in paper.categories], limit=1))]
     meta.append(f"<code>arXiv:{_clip(paper.versioned_id, 60)}</code>")
     when = paper.updated or paper.published
     if when is not None and kind != AlertKind.NEW:
@@ -327,7 +318,7 @@ def _alert_html(
         abstract = truncate_at_word(abstract, limits.abstract)
     if abstract:
         lines.append("")
-        lines.append(_esc(abstract))
+        lines.append(escape(abstract))
     return "\n".join(lines)
 
 
@@ -341,18 +332,18 @@ def saver_name(first_name: str) -> str:
 
 def saved_by_line(first_name: str, lang: str) -> str:
     """`📌 Saved by Ada`: who saved the paper into a group's library (HTML)."""
-    return "📌 " + _esc(t(lang, "Saved by {name}", name=saver_name(first_name)))
+    return "📌 " + escape(t(lang, "Saved by {name}", name=saver_name(first_name)))
 
 
 def community_badge(pick: CommunityPick, lang: str) -> str:
     """`🤗 42 upvotes · code: github.com/owner/name (★ 1,234)`: the Hugging Face line."""
-    parts = [_esc(tn(lang, "{count} upvote", "{count} upvotes", pick.upvotes))]
+    parts = [escape(tn(lang, "{count} upvote", "{count} upvotes", pick.upvotes))]
     if pick.comments:
-        parts.append(_esc(tn(lang, "{count} comment", "{count} comments", pick.comments)))
+        parts.append(escape(tn(lang, "{count} comment", "{count} comments", pick.comments)))
     if pick.github_repo:
         repo = truncate_at_word(pick.github_repo.split("://", 1)[-1].removeprefix("www."), 80)
         stars = f" (★ {pick.github_stars:,})" if pick.github_stars else ""
-        parts.append(_esc(t(lang, "code:")) + " " + _link(pick.github_repo, repo) + stars)
+        parts.append(escape(t(lang, "code:")) + " " + _link(pick.github_repo, repo) + stars)
     if pick.project_page:
         parts.append(_link(pick.project_page, t(lang, "project page")))
     return "🤗 " + " · ".join(parts)
@@ -361,8 +352,8 @@ def community_badge(pick: CommunityPick, lang: str) -> str:
 def _link(url: str, text: str) -> str:
     """An HTML link for an outside http(s) URL; only the text for anything else."""
     if not url.startswith(("https://", "http://")) or len(url) > 500:
-        return _esc(text)
-    return f'<a href="{html.escape(url, quote=True)}">{_esc(text)}</a>'
+        return escape(text)
+    return f'<a href="{escape_attribute(url)}">{escape(text)}</a>'
 
 
 def _matched_line(matched: Sequence[str], limits: _Limits, lang: str) -> str:
@@ -377,14 +368,14 @@ def _matched_line(matched: Sequence[str], limits: _Limits, lang: str) -> str:
         used += 2 + len(shown[-1])
     rest = len(queries) - len(shown)
     text = ", ".join(shown) + (f" +{rest}" if rest else "")
-    return "🔎 " + _esc(t(lang, "Matched: {queries}", queries=text))
+    return "🔎 " + escape(t(lang, "Matched: {queries}", queries=text))
 
 
 def _diff_lines(diff: PaperDiff, limit: int, lang: str, abstract: str = "") -> list[str]:
     """What changed in a revision, one short line per changed field."""
     lines = []
     if diff.new_version - diff.old_version > 1:
-        lines.append(_esc(t(lang, "Changes since v{version}:", version=diff.old_version)))
+        lines.append(escape(t(lang, "Changes since v{version}:", version=diff.old_version)))
     if diff.title is not None:
         # The placeholder sits inside the message, so each language sets its own spacing; the
         # template is our own text (no markup), the value is escaped here.
@@ -403,23 +394,23 @@ def _diff_lines(diff: PaperDiff, limit: int, lang: str, abstract: str = "") -> l
             change = t(lang, "Comment added: {new}", new=truncate_at_word(new, limit))
         else:
             change = t(lang, "Comment removed: {old}", old=truncate_at_word(old, limit // 2))
-        lines.append("💬 " + _esc(change))
+        lines.append("💬 " + escape(change))
     if diff.journal_ref is not None and diff.journal_ref[1]:
-        lines.append("📰 " + _esc(t(lang, "Journal ref: {ref}",
+        lines.append("📰 " + escape(t(lang, "Journal ref: {ref}",
                                      ref=truncate_at_word(_plain(diff.journal_ref[1]), limit))))
     if diff.abstract_changed:
         summary = t(lang, "Abstract: {added}, {removed}",
                     added=tn(lang, "+{count} word", "+{count} words", diff.abstract_words_added),
                     removed=tn(lang, "−{count} word", "−{count} words",
                                diff.abstract_words_removed))
-        line = "📝 " + _esc(summary)
+        line = "📝 " + escape(summary)
         # The excerpt reads as the abstract does: `--` is a dash wherever the abstract's is.
         excerpt = latex_to_unicode(diff.abstract_excerpt or "", as_latex=has_latex(abstract))
         if excerpt:
             line += " — <i>“" + _clip(excerpt, limit // 2) + "”</i>"
         lines.append(line)
     if diff.is_empty:
-        lines.append("📎 " + _esc(t(lang, "Title, authors, abstract and comments unchanged")))
+        lines.append("📎 " + escape(t(lang, "Title, authors, abstract and comments unchanged")))
     return lines
 
 
@@ -485,13 +476,13 @@ class ForYouEntry:
 
 def render_for_you(entries: Sequence[ForYouEntry], *, lang: str = "en") -> RenderedMessage:
     """The daily "For you" message: numbered papers with a one-line reason and Save buttons."""
-    lines = ["✨ <b>" + _esc(t(lang, "For you")) + "</b> · " + _esc(tn(
+    lines = ["✨ <b>" + escape(t(lang, "For you")) + "</b> · " + escape(tn(
         lang, "{count} paper your subscriptions did not match",
         "{count} papers your subscriptions did not match", len(entries)))]
     buttons = []
     for number, entry in enumerate(entries, 1):
         paper = entry.paper
-        href = html.escape(paper.abs_url, quote=True)
+        href = escape_attribute(paper.abs_url)
         if entry.like_title is not None:
             reason = t(lang, "like your saved “{title}”",
                        title=truncate_at_word(_plain(entry.like_title), 80))
@@ -499,9 +490,9 @@ def render_for_you(entries: Sequence[ForYouEntry], *, lang: str = "en") -> Rende
             reason = t(lang, "you liked: {terms}", terms=", ".join(entry.terms[:3]) or "—")
         lines.append("")
         lines.append(f"<b>{number}.</b> {_clip(_plain(paper.title), 220)}\n"
-                     f"{_esc(_authors_text(paper.authors, 2, 40, lang))} · "
+                     f"{escape(_authors_text(paper.authors, 2, 40, lang))} · "
                      f'<a href="{href}">{_clip(paper.arxiv_id, 60)}</a>\n'
-                     f"↳ <i>{_esc(reason)}</i>")
+                     f"↳ <i>{escape(reason)}</i>")
         buttons.append(_digest_button(number, DigestEntry(paper=paper, saved=entry.saved), lang))
     rows = [buttons[k : k + DIGEST_BUTTONS_PER_ROW]
             for k in range(0, len(buttons), DIGEST_BUTTONS_PER_ROW)]
@@ -510,12 +501,12 @@ def render_for_you(entries: Sequence[ForYouEntry], *, lang: str = "en") -> Rende
 
 def render_similar(paper: Paper, nearest: Sequence[Paper], *, lang: str = "en") -> str:
     """The papers nearest to `paper`, one numbered line each with a link."""
-    lines = [_esc(t(lang, "🔎 Stored papers nearest to {id}:", id=paper.arxiv_id)),
+    lines = [escape(t(lang, "🔎 Stored papers nearest to {id}:", id=paper.arxiv_id)),
              "<i>" + _clip(_plain(paper.title), 200) + "</i>", ""]
     for number, other in enumerate(nearest, 1):
-        href = html.escape(other.abs_url, quote=True)
+        href = escape_attribute(other.abs_url)
         lines.append(f"<b>{number}.</b> {_clip(_plain(other.title), 200)}\n"
-                     f'{_esc(_authors_text(other.authors, 2, 40, lang))} · '
+                     f'{escape(_authors_text(other.authors, 2, 40, lang))} · '
                      f'<a href="{href}">{_clip(other.arxiv_id, 60)}</a>')
     return "\n".join(lines)
 
@@ -614,7 +605,7 @@ def with_more(message: RenderedMessage, count: int, action: DigestMore,
     The line and the button fit in the room MAX_MESSAGE_UNITS leaves below Telegram's 4096.
     """
     more = t(lang, "+{count} more", count=count)
-    text = f"{message.text}\n\n<i>{_esc(more)}</i>"
+    text = f"{message.text}\n\n<i>{escape(more)}</i>"
     button = InlineKeyboardButton(t(lang, "Show more ▶"), callback_data=encode(action))
     rows = [*message.reply_markup.inline_keyboard, [button]]
     return RenderedMessage(text, InlineKeyboardMarkup(rows), message.entry_count)
@@ -632,19 +623,19 @@ def digest_counts(entries: Sequence[DigestEntry], lang: str) -> str:
 def _digest_header(heading: str, counts: str, page: int, pages: int) -> str:
     counter = f" {page}/{pages}" if pages > 1 else ""
     if heading:
-        return f"📬 <b>{_esc(heading)}{counter}</b> · {_esc(counts)}"
-    return f"📬 <b>{_esc(counts)}{counter}</b>"
+        return f"📬 <b>{escape(heading)}{counter}</b> · {escape(counts)}"
+    return f"📬 <b>{escape(counts)}{counter}</b>"
 
 
 def _digest_entry(number: int, entry: DigestEntry, lang: str) -> str:
     """One numbered entry, bounded in size whatever the paper holds."""
     paper = entry.paper
     title = _clip(_plain(paper.title), 220)
-    badge = " 🔄 " + _esc(t(lang, "v{version}", version=paper.version)) \
+    badge = " 🔄 " + escape(t(lang, "v{version}", version=paper.version)) \
         if entry.kind == AlertKind.REVISION else ""
     link_text = _clip(paper.versioned_id, 60)
-    href = html.escape(paper.abs_url, quote=True)
-    second = [_esc(_authors_text(paper.authors, 2, 40, lang)),
+    href = escape_attribute(paper.abs_url)
+    second = [escape(_authors_text(paper.authors, 2, 40, lang)),
               f'<a href="{href}">{link_text}</a>']
     queries = [q for q in map(clean_text, entry.matched) if q]
     if queries:
@@ -665,8 +656,8 @@ def topic_label(name: str | None, topic_id: int, lang: str) -> str:
     """A forum topic as the chat knows it (HTML): its name, "General", or "topic #id" when its
     name was never learnt."""
     if topic_id == GENERAL:
-        return _esc(t(lang, "General"))
-    return _esc(name) if name else _esc(t(lang, "topic #{id}", id=topic_id))
+        return escape(t(lang, "General"))
+    return escape(name) if name else escape(t(lang, "topic #{id}", id=topic_id))
 
 
 def render_topic_fallback(topic: str, queries: Sequence[str], lang: str,

@@ -2,35 +2,30 @@
 
 from __future__ import annotations
 
-import html
-
 from bot.core.i18n import t
 from bot.core.models import Guide, Paper
+from bot.core.text import escape
 from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import truncate_at_word
 from bot.guides.service import Failure, Refusal
 
 
-def _esc(text: str) -> str:
-    return html.escape(text, quote=False)
-
-
 def render_writing(paper: Paper, lang: str) -> str:
     """The placeholder shown while the guide is being written (then edited into it)."""
-    return "🧠 " + _esc(t(lang, "Writing the guide for arXiv:{id}…", id=paper.versioned_id))
+    return "🧠 " + escape(t(lang, "Writing the guide for arXiv:{id}…", id=paper.versioned_id))
 
 
 def render_guide(paper: Paper, guide: Guide, lang: str) -> str:
     """The guide: heading, title, at most five lines, and where it comes from."""
     title = truncate_at_word(latex_to_unicode(paper.title), 200)
     lines = [
-        "🧠 <b>" + _esc(t(lang, "Reading guide")) + f"</b> · <code>arXiv:{_esc(paper.versioned_id)}"
-        "</code>",
-        f"<b>{_esc(title)}</b>",
+        "🧠 <b>" + escape(t(lang, "Reading guide"))
+        + f"</b> · <code>arXiv:{escape(paper.versioned_id)}</code>",
+        f"<b>{escape(title)}</b>",
         "",
-        *(_esc(line) for line in guide.text.splitlines()),
+        *(escape(line) for line in guide.text.splitlines()),
         "",
-        "<i>" + _esc(t(lang, "Written by AI ({model}) from the abstract only; check the paper "
+        "<i>" + escape(t(lang, "Written by AI ({model}) from the abstract only; check the paper "
                            "before relying on it.", model=truncate_at_word(guide.model, 60)))
         + "</i>",
     ]
@@ -52,7 +47,7 @@ def render_failure(failure: Failure, lang: str) -> str:
             text = t(lang, "The guide writer sent an empty answer. Please try again later.")
         case _:
             text = t(lang, "The guide writer failed. Please try again later.")
-    return "⚠️ " + _esc(text)
+    return "⚠️ " + escape(text)
 
 
 def render_refusal(refusal: Refusal, limit: int, lang: str) -> str:
@@ -63,4 +58,4 @@ def render_refusal(refusal: Refusal, limit: int, lang: str) -> str:
     else:
         text = t(lang, "The bot has written all the guides it may in the last 24 hours. "
                        "Guides already written still open; please try again later.")
-    return "⏳ " + _esc(text)
+    return "⏳ " + escape(text)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from bot.core.clock import Clock
+from bot.core.constants import DAY
 from bot.core.models import Guide, Paper
 from bot.guides.client import (
     EmptyAnswer,
@@ -21,7 +22,6 @@ from bot.storage import Storage
 
 log = logging.getLogger(__name__)
 
-DAY = 86400.0  # budgets count the requests of the last 24 hours
 
 
 class Refusal(StrEnum):
@@ -81,7 +81,7 @@ class GuideService:
 
     async def refusal(self, chat_id: int) -> Refusal | None:
         """Whether a new request from `chat_id` is over a budget now."""
-        since = self._clock.now() - DAY
+        since = self._clock.now() - DAY  # budgets count the last 24 hours
         if await self._store.guides.calls_since(since) >= self.daily_limit:
             return Refusal.GLOBAL_BUDGET
         if await self._store.guides.calls_since(since, chat_id) >= self.chat_daily_limit:

@@ -13,6 +13,7 @@ from telegram import Bot
 from telegram.error import TelegramError
 from telegram.ext import CallbackContext
 
+from bot.core.constants import DAY
 from bot.delivery.render import ForYouEntry, render_for_you
 from bot.delivery.schedule import digest_due, for_you_time
 from bot.delivery.sender import Sender
@@ -146,11 +147,11 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
     expired = await storage.outbox.expire_held(now)
     if expired:
         log.info("%d alerts held for chats that blocked the bot expired", expired)
-    alerts = await storage.outbox.prune(now - OUTBOX_RETENTION_DAYS * 86400)
-    await storage.outbox.prune_threads(now - THREAD_RETENTION_DAYS * 86400)
-    papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * 86400)
-    await storage.guides.prune(now - PAPER_RETENTION_DAYS * 86400)
-    await storage.community.prune(now - PAPER_RETENTION_DAYS * 86400)
+    alerts = await storage.outbox.prune(now - OUTBOX_RETENTION_DAYS * DAY)
+    await storage.outbox.prune_threads(now - THREAD_RETENTION_DAYS * DAY)
+    papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * DAY)
+    await storage.guides.prune(now - PAPER_RETENTION_DAYS * DAY)
+    await storage.community.prune(now - PAPER_RETENTION_DAYS * DAY)
     if alerts or papers:
         log.info("pruned %d delivered alerts and %d papers", alerts, papers)
     await storage.db.optimize()

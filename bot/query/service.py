@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 from bot.core.clock import Clock
+from bot.core.constants import DAY
 from bot.core.models import GENERAL, Paper, Subscription
 from bot.query.matcher import Matcher, freeze_long_lived
 from bot.query.parser import (
@@ -177,7 +178,7 @@ class SubscriptionService:
         Matching a week of papers takes a while: it runs in a worker thread so other chats
         are answered meanwhile, over the newest PREVIEW_MAX_PAPERS papers at most.
         """
-        since = self._clock.now() - PREVIEW_DAYS * 86400
+        since = self._clock.now() - PREVIEW_DAYS * DAY
         papers = await self._store.papers.seen_since(since, PREVIEW_MAX_PAPERS)
         if not papers:
             return 0

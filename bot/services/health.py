@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.config import Settings
+from bot.core.text import duration
 from bot.storage.sqlite.heartbeats import Beat
 
 TELEGRAM_HEARTBEAT_INTERVAL = 60.0  # the bot asks Telegram getMe this often, if nothing else
@@ -52,19 +53,10 @@ class Health:
 
     def _describe(self, beat: BeatAge, what: str) -> str:
         age = beat.age(self.now)
-        limit = short_duration(beat.limit)
+        limit = duration("en", beat.limit)
         if age is None:
             return f"no successful {what} yet (limit {limit})"
-        return f"last successful {what} {short_duration(age)} ago (limit {limit})"
-
-
-def short_duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        return f"{seconds // 60} min"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+        return f"last successful {what} {duration('en', age)} ago (limit {limit})"
 
 
 def assess(beats: dict[Beat, float], settings: Settings, now: float) -> Health:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import logging
 import unicodedata
 from collections.abc import Awaitable
@@ -14,6 +13,7 @@ from telegram.error import BadRequest, TelegramError
 from bot.chat.context import BotContext
 from bot.core.i18n import language_from_telegram, t
 from bot.core.models import GENERAL, ArxivId, GroupMember
+from bot.core.text import utf16_len
 from bot.library import groups as group_library
 from bot.query.text import normalise_input
 
@@ -110,7 +110,7 @@ async def edit_quietly(edit: Awaitable[object]) -> None:
 
 def clip(text: str, units: int) -> str:
     """`text` cut to at most `units` UTF-16 code units (Telegram's measure), with "…" if cut."""
-    if len(text.encode("utf-16-le")) // 2 <= units:
+    if utf16_len(text) <= units:
         return text
     kept, used = [], 1  # room for the ellipsis
     for ch in text:
@@ -151,11 +151,6 @@ async def read_arxiv_id(update: Update, context: BotContext, usage: str) -> Arxi
             "<code>hep-th/9901001</code> or an arxiv.org link."
         ))
     return arxiv_id
-
-
-def quote(text: str) -> str:
-    """User text made safe to echo inside an HTML reply."""
-    return html.escape(text, quote=False)
 
 
 async def is_group_admin(context: BotContext, chat_id: int, user_id: int) -> bool:

@@ -9,9 +9,10 @@ from telegram import Message, ReplyParameters, Update
 from bot.arxiv.errors import ArxivError
 from bot.arxiv.lookups import TooManyLookups
 from bot.chat.context import BotContext
-from bot.chat.handlers.common import quote, read_arxiv_id, reply, topic_of
+from bot.chat.handlers.common import read_arxiv_id, reply, topic_of
 from bot.core.i18n import t
 from bot.core.models import ArxivId, Paper
+from bot.core.text import escape
 from bot.delivery import callbacks
 from bot.guides.render import render_failure, render_guide, render_refusal, render_writing
 from bot.guides.service import GuideService, Refusal
@@ -70,7 +71,7 @@ async def _find(update: Update, context: BotContext, arxiv_id: ArxivId) -> Paper
         await reply(update, context, t(lang, "arXiv is slow right now; try again in a minute."))
         return None
     if found is None:
-        await reply(update, context, t(lang, "arXiv has no paper {id}.", id=quote(str(arxiv_id))))
+        await reply(update, context, t(lang, "arXiv has no paper {id}.", id=escape(str(arxiv_id))))
         return None
     await context.store.papers.cache_lookups([found], context.now())
     return found

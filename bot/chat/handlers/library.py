@@ -16,13 +16,13 @@ from bot.chat.handlers.common import (
     admin_check,
     edit_quietly,
     group_member,
-    quote,
     read_arxiv_id,
     reply,
 )
 from bot.chat.progress import Progress
 from bot.core.i18n import t, tn
 from bot.core.models import ArxivId, Paper
+from bot.core.text import escape
 from bot.delivery import callbacks
 from bot.delivery.bibtex import PART_SEPARATOR, to_bibtex
 from bot.delivery.compose import alert_message
@@ -154,12 +154,12 @@ async def show_similar(update: Update, context: BotContext, arxiv_id: str) -> No
     if paper is None:
         await reply(update, context, t(
             lang, "I don't have {id} stored yet. Look it up with /paper {id} first.",
-            id=quote(arxiv_id)))
+            id=escape(arxiv_id)))
         return
     nearest = await context.ranker.similar(arxiv_id, SIMILAR_COUNT)
     if not nearest:
         await reply(update, context, t(lang, "I know no paper close to {id} yet.",
-                                       id=quote(arxiv_id)))
+                                       id=escape(arxiv_id)))
         return
     await reply(update, context, render_similar(paper, nearest, lang=lang))
 
@@ -187,10 +187,10 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
         return
     if pending.done():  # an id arXiv said lately it does not have: no request, no progress
         await reply(update, context, t(lang, "arXiv has no paper {id}.",
-                                       id=quote(str(arxiv_id))))
+                                       id=escape(str(arxiv_id))))
         return
     async with Progress(update, context, t(
-            lang, "🔎 Looking up {id} on arXiv…", id=quote(str(arxiv_id)))) as progress:
+            lang, "🔎 Looking up {id} on arXiv…", id=escape(str(arxiv_id)))) as progress:
         try:
             found = await pending
         except ArxivError as exc:
@@ -198,7 +198,7 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
             await progress.finish(t(lang, "arXiv is slow right now; try again in a minute."))
             return
         if found is None:
-            await progress.finish(t(lang, "arXiv has no paper {id}.", id=quote(str(arxiv_id))))
+            await progress.finish(t(lang, "arXiv has no paper {id}.", id=escape(str(arxiv_id))))
             return
         await context.store.papers.cache_lookups([found], context.now())
         card = await _card(update, context, found)

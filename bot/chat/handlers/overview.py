@@ -6,9 +6,11 @@ from telegram import Update
 
 from bot import __version__
 from bot.chat.context import BotContext
-from bot.chat.handlers.common import quote, reply
+from bot.chat.handlers.common import reply
+from bot.core.constants import DAY
 from bot.core.i18n import t, tn
 from bot.core.models import Freshness
+from bot.core.text import duration, escape
 from bot.delivery.schedule import local_time
 from bot.ranking.model import MIN_POSITIVES
 from bot.ranking.service import RankerStatus
@@ -17,17 +19,6 @@ from bot.storage.sqlite.heartbeats import Beat
 from bot.storage.sqlite.sources import Source
 
 AI_CATEGORIES = ("cs.AI", "cs.LG", "cs.CL", "cs.CV", "cs.NE", "stat.ML")
-DAY = 86400
-
-
-def duration(lang: str, seconds: float) -> str:
-    """A short duration such as '3 min', '2 h' or '4 days'."""
-    seconds = max(0, int(seconds))
-    if seconds < 3600:
-        return t(lang, "{n} min", n=seconds // 60)
-    if seconds < 2 * DAY:
-        return t(lang, "{n} h", n=seconds // 3600)
-    return t(lang, "{n} days", n=seconds // DAY)
 
 
 def age(lang: str, seconds: float) -> str:
@@ -124,11 +115,11 @@ async def stats(update: Update, context: BotContext) -> None:
     for source in sources:
         if source.last_success_at is None:
             lines.append(t(lang, "{mark} {name}: no successful scan yet", mark="⚠️",
-                           name=quote(source_name(source.url))))
+                           name=escape(source_name(source.url))))
             continue
         lines.append(t(
             lang, "{mark} {name}: last scan {time} ({age})",
-            mark=source_mark(source, "⚠️"), name=quote(source_name(source.url)),
+            mark=source_mark(source, "⚠️"), name=escape(source_name(source.url)),
             time=local_time(source.last_success_at, zone, "%H:%M"),
             age=age(lang, now - source.last_success_at),
         ))
@@ -179,7 +170,7 @@ async def status(update: Update, context: BotContext) -> None:
         mark = source_mark(source, "❌")
         last = (local_time(source.last_success_at, "UTC", "%Y-%m-%d %H:%M UTC") + " · "
                 + age(lang, now - source.last_success_at)) if source.last_success_at else "—"
-        lines.append(f"{mark} <code>{quote(source_name(source.url))}</code>")
+        lines.append(f"{mark} <code>{escape(source_name(source.url))}</code>")
         lines.append(t(lang, "    last success: {last}; failures in a row: {failures}; "
                              "items last fetch: {items}",
                        last=last, failures=source.consecutive_failures,
@@ -187,10 +178,10 @@ async def status(update: Update, context: BotContext) -> None:
         if is_arxiv_feed(context, source):
             lines.append(freshness_line(lang, source, "UTC"))
         if source.last_error:
-            lines.append(t(lang, "    last error: {error}", error=quote(source.last_error[:300])))
+            lines.append(t(lang, "    last error: {error}", error=escape(source.last_error[:300])))
         if source.state.listing_error:
             lines.append(t(lang, "    listing: {error}",
-                           error=quote(source.state.listing_error[:300])))
+                           error=escape(source.state.listing_error[:300])))
     beats = await store.heartbeats.all()
     answered = context.services.run.telegram_ok_at  # newer than the stored beat, once a minute
     if answered is not None:
@@ -214,7 +205,7 @@ async def status(update: Update, context: BotContext) -> None:
                 "expired, {failed} failed, {sent} sent", **outbox),
     ]
     if (failure := await store.outbox.last_failure()) is not None:
-        lines.append(t(lang, "    last failed alert: {error}", error=quote(failure[:300])))
+        lines.append(t(lang, "    last failed alert: {error}", error=escape(failure[:300])))
     lines += [
         t(lang, "Chats: {active} active, {inactive} inactive, {paused} paused", **chats),
         t(lang, "Subscriptions: {count}", count=await store.subscriptions.count()),

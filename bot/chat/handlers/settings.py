@@ -7,12 +7,12 @@ from telegram import Update
 from bot.chat.context import BotContext
 from bot.chat.handlers.common import (
     may_change_settings,
-    quote,
     read_argument,
     reply,
 )
 from bot.core.i18n import SUPPORTED_LANGUAGES, t, tn
 from bot.core.models import DeliveryMode
+from bot.core.text import escape
 from bot.delivery.schedule import (
     canonical_zone,
     for_you_time,
@@ -106,7 +106,7 @@ async def timezone(update: Update, context: BotContext) -> None:
         await reply(update, context, t(
             lang, "I don't know the time zone “{zone}”. Use an IANA name such as "
             "<code>Asia/Shanghai</code>, <code>America/New_York</code> or <code>UTC</code>.",
-            zone=quote(argument[:60]),
+            zone=escape(argument[:60]),
         ))
         return
     if not await may_change_settings(update, context):

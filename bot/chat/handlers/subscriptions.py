@@ -12,13 +12,13 @@ from bot.chat.handlers.common import (
     clip,
     edit_quietly,
     may_change_settings,
-    quote,
     read_argument,
     reply,
     topic_of,
 )
 from bot.core.i18n import t, tn
 from bot.core.models import GENERAL, Subscription
+from bot.core.text import escape
 from bot.delivery import callbacks
 from bot.delivery.render import topic_label
 from bot.storage.sqlite.subscriptions import MAX_SUBSCRIPTIONS_PER_CHAT
@@ -46,13 +46,13 @@ async def follow(update: Update, context: BotContext) -> None:
         await reply(update, context, t(
             lang, "I couldn't read that query: {reason}\n<code>{query}\n{pointer}</code>\n"
             "/help shows the query language.",
-            reason=quote(t(lang, result.error.template, **result.error.values)),
-            query=quote(query), pointer=pointer,
+            reason=escape(t(lang, result.error.template, **result.error.values)),
+            query=escape(query), pointer=pointer,
         ))
     elif result.status == "duplicate" and result.subscription is not None:
         await reply(update, context, t(
             lang, "You already follow that, as #{number}: <code>{query}</code>",
-            number=result.subscription.number, query=quote(result.subscription.display),
+            number=result.subscription.number, query=escape(result.subscription.display),
         ))
     elif result.status == "limit":
         await reply(update, context, t(
@@ -66,7 +66,7 @@ async def follow(update: Update, context: BotContext) -> None:
         here = "\n" + t(lang, "Its alerts come to this topic.") if topic != GENERAL else ""
         await reply(update, context, t(
             lang, "✅ Following #{number}: <code>{query}</code>\n{preview}",
-            number=result.subscription.number, query=quote(result.subscription.display),
+            number=result.subscription.number, query=escape(result.subscription.display),
             preview=preview,
         ) + here + _cjk_note(lang, result.cjk_terms))
 
@@ -78,7 +78,7 @@ def _cjk_note(lang: str, terms: tuple[str, ...]) -> str:
     return "\n" + t(
         lang, "ℹ️ arXiv titles and abstracts are in English, so {terms} matches only papers "
         "that contain these very characters. English keywords find far more.",
-        terms=", ".join(f"<code>{quote(term)}</code>" for term in terms),
+        terms=", ".join(f"<code>{escape(term)}</code>" for term in terms),
     )
 
 
@@ -109,7 +109,7 @@ async def unfollow(update: Update, context: BotContext) -> None:
         ))
         return
     await reply(update, context, t(
-        lang, "Removed #{number}: <code>{query}</code>", number=number, query=quote(sub.display)
+        lang, "Removed #{number}: <code>{query}</code>", number=number, query=escape(sub.display)
     ))
 
 
@@ -146,7 +146,7 @@ def _list_view(lang: str, subs: list[Subscription], topics: _Topics | None = Non
     for title, members in sections:
         if title:
             lines.append(title)
-        lines += [f"{sub.number}. <code>{quote(clip(sub.display, room))}</code>"
+        lines += [f"{sub.number}. <code>{escape(clip(sub.display, room))}</code>"
                   for sub in members]
     shown = [sub for _, members in sections for sub in members]
     buttons = [
@@ -214,7 +214,7 @@ async def move(update: Update, context: BotContext) -> None:
     names = await context.store.topics.names(chat.id)
     await reply(update, context, t(
         lang, "Moved #{number} <code>{query}</code> to {topic}: its alerts come here from now "
-        "on.", number=sub.number, query=quote(sub.display),
+        "on.", number=sub.number, query=escape(sub.display),
         topic=topic_label(names.get(topic), topic, lang)))
 
 

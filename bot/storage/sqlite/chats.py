@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from bot.core.constants import DAY
 from bot.core.models import DeliveryMode
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.outbox import HELD_ALERT_DAYS
@@ -101,7 +102,7 @@ class ChatRepository:
                 await conn.execute(
                     "UPDATE outbox SET due_at = :now, status = CASE WHEN created_at >= :fresh "
                     "THEN 'pending' ELSE 'expired' END WHERE chat_id = :chat AND status = 'held'",
-                    {"now": now, "fresh": now - HELD_ALERT_DAYS * 86400, "chat": chat_id},
+                    {"now": now, "fresh": now - HELD_ALERT_DAYS * DAY, "chat": chat_id},
                 )
             cursor = await conn.execute("SELECT * FROM chats WHERE id = ?", (chat_id,))
             row = await cursor.fetchone()

@@ -11,6 +11,7 @@ from operator import itemgetter
 
 import aiosqlite
 
+from bot.core.constants import DAY
 from bot.core.models import Alert, AlertKind, OutboxStatus
 from bot.storage.sqlite.db import Database, in_chunks
 
@@ -266,7 +267,7 @@ class OutboxRepository:
         """Held alerts older than HELD_ALERT_DAYS expire (at the daily upkeep)."""
         return await self._db.execute(
             "UPDATE outbox SET status = 'expired' WHERE status = 'held' AND created_at < ?",
-            (now - HELD_ALERT_DAYS * 86400,),
+            (now - HELD_ALERT_DAYS * DAY,),
         )
 
     async def counts(self) -> dict[str, int]:
