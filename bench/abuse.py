@@ -61,7 +61,7 @@ async def run_bot(conn: Connection) -> Figures:
             "ARXIV_API_URL": arxiv_api_url,
             "DATABASE_PATH": str(Path(folder) / "bench.sqlite3"),
         }, env_file=None)
-        application = build_application(settings, SystemClock(), schedule_jobs=False)
+        application = build_application(settings, SystemClock())
         await application.initialize()
         await application.post_init(application)
         await application.start()

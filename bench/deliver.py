@@ -82,7 +82,7 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
         storage = await Storage.open(settings.database_path)
         try:
             await seed(storage, alerts, groups, clock.now())
-            application = build_application(settings, clock, schedule_jobs=False)
+            application = build_application(settings, clock)
             bot = application.bot
             await bot.initialize()
             try:

@@ -183,7 +183,7 @@ async def run(options: argparse.Namespace) -> None:
     settings = load_settings(env, env_file=None)
     # The flood budget (bot/budget.py) would rightly silence a chat asking ten times a second;
     # what is measured here is the event loop, so it is lifted, as in the tests.
-    app = build_application(settings, SystemClock(), schedule_jobs=False,
+    app = build_application(settings, SystemClock(),
                             pacer=Pacer(rate=1000, private_interval=0, group_interval=0),
                             budget=UNLIMITED)
     await app.initialize()

@@ -10,12 +10,14 @@ from pathlib import Path
 
 from bot import __version__
 from bot.config import ConfigError, Settings, configure_logging, load_settings
-from bot.core.redaction import TOKEN_REJECTED
 from bot.core.redaction import install as install_redaction
 from bot.storage.sqlite.db import DatabaseError
 from bot.storage.sqlite.lock import DatabaseLock, DatabaseLocked
 
 log = logging.getLogger("bot")
+
+TOKEN_REJECTED = ("telegram error: the bot token was rejected (401); "
+                  "check TELEGRAM_BOT_TOKEN")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,13 +54,12 @@ async def _check_database(path: Path) -> None:
 def _run(settings: Settings) -> int:
     from telegram.error import InvalidToken
 
-    from bot.chat.application import build_application
-    from bot.runtime import run
+    from bot.runtime import build_bot, run
 
     # Database trouble (a schema newer than this code) is reported before Telegram is tried.
     asyncio.run(_check_database(settings.database_path))
     try:
-        return run(build_application(settings), settings)
+        return run(build_bot(settings), settings)
     except InvalidToken:
         print(TOKEN_REJECTED, file=sys.stderr)
         return 2
@@ -73,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     # Before anything can fail: every byte written to stdout or stderr passes the redaction.
-    install_redaction(settings.secrets())
+    from telegram.error import InvalidToken
+
+    install_redaction(settings.secrets(), {InvalidToken: TOKEN_REJECTED})
     configure_logging(settings)
     # Whatever sends or stores alerts holds the database's lock for as long as it runs;
     # a dry run and a backup only read, so they may run beside the bot.

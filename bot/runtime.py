@@ -15,8 +15,14 @@ from telegram.error import InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.ext import Application
 
 from bot import __version__
+from bot.chat.application import build_application
 from bot.config import Settings
+from bot.core.clock import Clock
+from bot.delivery.pacing import Pacer
 from bot.delivery.sender import flood_wait_seconds
+from bot.jobs.schedule import schedule_jobs
+from bot.services.budget import BudgetPolicy
+from bot.services.container import Services
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +34,16 @@ CONNECT_BACKOFF_MAX = 30.0  # seconds between tries to reach Telegram at start-u
 STOP_GRACE = 2.0
 STOP_CANCEL_WAIT = 3.0
 STOP_DEADLINE = 9.5
+
+
+def build_bot(settings: Settings, clock: Clock | None = None, *, pacer: Pacer | None = None,
+              budget: BudgetPolicy | None = None) -> Application:
+    """The whole bot: the chat edge, and the scheduled jobs once its services are open."""
+
+    def start_jobs(application: Application, services: Services) -> None:
+        schedule_jobs(application.job_queue, services)
+
+    return build_application(settings, clock, on_ready=start_jobs, pacer=pacer, budget=budget)
 
 
 def connect_delay(attempt: int) -> float:

@@ -203,7 +203,7 @@ async def start_bot(settings: Settings, clock: Clock, pacer: Pacer | None = None
                     budget: BudgetPolicy = UNLIMITED) -> Application:
     """The bot, started. Scripted chats type far faster than any person, so the command budget
     is off unless a test passes one (the budget's own tests pass the real `BudgetPolicy()`)."""
-    app = build_application(settings, clock, schedule_jobs=False,
+    app = build_application(settings, clock,
                             pacer=pacer or Pacer(rate=1000, private_interval=0, group_interval=0),
                             budget=budget)
     await app.initialize()

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.chat.application import build_application
 from bot.core.clock import ManualClock
 from bot.delivery.pacing import Pacer
 from bot.jobs.poll import poll_job
 from bot.jobs.routine import tracked
+from bot.runtime import build_bot
 from bot.storage import Storage
 from tests.conftest import Harness, make_paper, make_settings, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
@@ -67,7 +67,7 @@ async def live(tmp_path: Path, fake_telegram: FakeTelegram,
     start-up and the drain job every 2 s; later polls are started by the test."""
     clock = ManualClock(time.time())
     settings = make_settings(tmp_path, fake_telegram, fake_arxiv, POLL_INTERVAL_SECONDS="3600")
-    app = build_application(settings, clock, schedule_jobs=True,
+    app = build_bot(settings, clock,
                             pacer=Pacer(rate=1000, private_interval=0, group_interval=0))
     await app.initialize()
     await app.post_init(app)

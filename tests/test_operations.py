@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bot.__main__ import TOKEN_REJECTED
 from bot.core.clock import SystemClock
-from bot.core.redaction import TOKEN_REJECTED
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
 from tests.conftest import make_paper

@@ -15,6 +15,7 @@ from bot.chat.application import build_application
 from bot.core.clock import ManualClock, SystemClock
 from bot.delivery.pacing import Pacer
 from bot.query.service import SubscriptionService
+from bot.runtime import build_bot
 from bot.storage import Storage
 from tests.conftest import Harness, make_paper, make_settings, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
@@ -121,7 +122,7 @@ async def test_the_first_scheduled_poll_comes_within_5_s_and_repeats(
     await seed_chats(settings.database_path)
     announce(fake_arxiv)
     started = time.monotonic()
-    app = build_application(settings, ManualClock(time.time()), schedule_jobs=True,
+    app = build_bot(settings, ManualClock(time.time()),
                             pacer=Pacer(rate=1000, private_interval=0, group_interval=0))
     await app.initialize()
     await app.post_init(app)
@@ -221,7 +222,7 @@ async def test_a_dry_run_prints_exactly_the_messages_the_running_bot_sends(
 
     settings = make_settings(tmp_path, fake_telegram, fake_arxiv,
                              DATABASE_PATH=str(live_database))
-    app = build_application(settings, ManualClock(time.time()), schedule_jobs=False,
+    app = build_application(settings, ManualClock(time.time()),
                             pacer=Pacer(rate=1000, private_interval=0, group_interval=0))
     await app.initialize()
     await app.post_init(app)

@@ -45,9 +45,8 @@ from bot.config import Settings
 from bot.core.clock import Clock, SystemClock
 from bot.core.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.delivery.pacing import PacedRateLimiter, Pacer
-from bot.jobs.schedule import schedule_jobs
 from bot.services.budget import BudgetPolicy
-from bot.services.container import RunState, Wiring, open_services
+from bot.services.container import RunState, Services, Wiring, open_services
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +74,8 @@ GUIDE_COMMAND = ("guide", _("AI reading guide of a paper"))  # listed when guide
 TRENDING_COMMAND = ("trending", _("Today's Hugging Face community picks"))  # when HF is on
 
 
+# Called once the services are open, before updates are taken: the runtime schedules the jobs.
+OnReady = Callable[[Application, Services], None]
 GIL_SWITCH_INTERVAL = 0.0005  # seconds; bench/responsiveness.py measured 5 ms and this
 
 
@@ -105,8 +106,9 @@ async def _post_init(application: Application) -> None:
     # up to the switch interval (5 ms by default), and a reply takes many turns.
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     await set_command_menus(application)
-    if application.bot_data["schedule_jobs"]:
-        schedule_jobs(application.job_queue, services)
+    on_ready: OnReady | None = application.bot_data["on_ready"]
+    if on_ready is not None:
+        on_ready(application, services)
 
 
 async def set_command_menus(application: Application) -> None:
@@ -133,13 +135,12 @@ async def _post_shutdown(application: Application) -> None:
 
 
 def build_application(
-    settings: Settings, clock: Clock | None = None, *, schedule_jobs: bool = True,
+    settings: Settings, clock: Clock | None = None, *, on_ready: OnReady | None = None,
     pacer: Pacer | None = None, budget: BudgetPolicy | None = None,
 ) -> Application:
-    """Build the bot: handlers, jobs and services, ready for `run_polling` or manual start.
-
-    Tests pass `schedule_jobs=False` to drive polls themselves, a faster `pacer`, and may pass
-    another command `budget`.
+    """The chat edge: handlers and the rate limiter now, the services in post_init, then
+    `on_ready` (the runtime's jobs; tests that drive polls themselves pass none). Tests pass a
+    faster `pacer` and may pass another command `budget`.
     """
     wiring = Wiring(clock=clock or SystemClock(), pacer=pacer or Pacer(),
                     budget=budget or BudgetPolicy())
@@ -172,7 +173,7 @@ def build_application(
     )
     # The services themselves are opened in post_init (they need the running loop).
     application.bot_data.update(settings=settings, wiring=wiring, run=run,
-                                schedule_jobs=schedule_jobs)
+                                on_ready=on_ready)
 
     # Each update is first charged to its chat's command budget, on arrival; one over budget
     # never reaches a handler. Then group -1 records the chat, before every handler.

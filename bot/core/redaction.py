@@ -10,14 +10,13 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
-from telegram.error import InvalidToken
-
 MASK = "***"
-TOKEN_REJECTED = ("telegram error: the bot token was rejected (401); "
-                  "check TELEGRAM_BOT_TOKEN")
+# Uncaught errors that are the operator's to fix, each printed as its one line (no traceback);
+# `install` sets them (the token rejected, a database the bot cannot use).
+_ONE_LINE_ERRORS: dict[type[BaseException], str] = {}
 
 
 def token_secrets(token: str) -> list[str]:
@@ -82,24 +81,34 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+def _one_line(error: BaseException | None) -> str | None:
+    for kind, line in _ONE_LINE_ERRORS.items():
+        if isinstance(error, kind):
+            return line
+    return None
+
+
 def _excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
-    """An uncaught rejected token is one line; anything else the usual (redacted) traceback."""
-    if isinstance(value, InvalidToken):
-        print(TOKEN_REJECTED, file=sys.stderr)
+    """An operator's error is its one line; anything else the usual (redacted) traceback."""
+    if (line := _one_line(value)) is not None:
+        print(line, file=sys.stderr)
         return
     sys.__excepthook__(kind, value, tb)
 
 
 def _thread_excepthook(args: threading.ExceptHookArgs) -> None:
-    if isinstance(args.exc_value, InvalidToken):
-        print(TOKEN_REJECTED, file=sys.stderr)
+    if (line := _one_line(args.exc_value)) is not None:
+        print(line, file=sys.stderr)
         return
     threading.__excepthook__(args)
 
 
-def install(secrets: Iterable[str]) -> Redactor:
-    """Wrap stdout and stderr, and route warnings through logging; idempotent per secret set."""
+def install(secrets: Iterable[str],
+            one_line_errors: Mapping[type[BaseException], str] | None = None) -> Redactor:
+    """Wrap stdout and stderr, and route warnings through logging; idempotent per secret set.
+    An uncaught error of a kind in `one_line_errors` prints that line instead of a traceback."""
     redact = Redactor(secrets)
+    _ONE_LINE_ERRORS.update(one_line_errors or {})
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if isinstance(stream, RedactingStream):
