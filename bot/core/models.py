@@ -128,12 +128,20 @@ class Paper:
         return f"https://arxiv.org/pdf/{self.versioned_id}"
 
 
+class ChangeStatus(StrEnum):
+    """What an ingest learned of one paper version."""
+
+    NEW = "new"  # a paper the store did not know
+    REVISED = "revised"  # a newer version of a known paper (or a replacement announced)
+    SEEN = "seen"  # nothing new: the store already has this version
+
+
 @dataclass(frozen=True, slots=True)
 class PaperChange:
     """What an ingest learned of one paper: new, revised (with the version before) or seen."""
 
     paper: Paper
-    status: str  # "new" | "revised" | "seen"
+    status: ChangeStatus
     previous: Paper | None = None  # the version stored before, for revision diffs
 
 
@@ -156,6 +164,15 @@ class Subscription:
     def display(self) -> str:
         """The text shown to the chat: as typed, or the canonical form if none was kept."""
         return self.typed or self.query
+
+
+class FollowStatus(StrEnum):
+    """What became of a `/follow`."""
+
+    ADDED = "added"
+    DUPLICATE = "duplicate"  # the chat already follows the same canonical query
+    LIMIT = "limit"  # the chat follows as many queries as it may
+    INVALID = "invalid"  # the query does not parse
 
 
 class Match(NamedTuple):

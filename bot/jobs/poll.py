@@ -13,6 +13,7 @@ import time
 
 from telegram.ext import CallbackContext, JobQueue
 
+from bot.core.models import ChangeStatus
 from bot.jobs.routine import JobCallback, tracked
 from bot.services.container import Services
 from bot.storage.sqlite.heartbeats import Beat
@@ -56,9 +57,10 @@ async def _poll_and_deliver(services: Services, jobs: JobQueue | None,
         "poll done sources=%d failed=%d items=%d new=%d revised=%d seen=%d matches=%d "
         "sent=%d digests=%d retried=%d failed_alerts=%d seconds=%.2f",
         len(report.sources), len(report.failed_sources),
-        sum(s.items for s in report.sources), report.count("new"), report.count("revised"),
-        report.count("seen"), len(report.alerts), drained.sent, drained.digests,
-        drained.retried, drained.failed, time.monotonic() - started,
+        sum(s.items for s in report.sources), report.count(ChangeStatus.NEW),
+        report.count(ChangeStatus.REVISED), report.count(ChangeStatus.SEEN), len(report.alerts),
+        drained.sent, drained.digests, drained.retried, drained.failed,
+        time.monotonic() - started,
     )
     run = services.run
     if not report.failed_sources:

@@ -11,7 +11,7 @@ from typing import NamedTuple, TypeVar
 
 from bot.core.clock import Clock
 from bot.core.constants import DAY
-from bot.core.models import GENERAL, Paper, Subscription
+from bot.core.models import GENERAL, FollowStatus, Paper, Subscription
 from bot.query.matcher import Matcher, freeze_long_lived
 from bot.query.parser import (
     And,
@@ -41,7 +41,7 @@ PREVIEW_MAX_PAPERS = 20_000
 class FollowResult:
     """The outcome of `/follow`: added (with a 7-day preview count), duplicate, limit or error."""
 
-    status: str  # "added" | "duplicate" | "limit" | "invalid"
+    status: FollowStatus
     subscription: Subscription | None = None
     preview_matches: int = 0
     error: QueryError | None = None
@@ -163,13 +163,13 @@ class SubscriptionService:
         try:
             node = parse(typed)
         except QueryError as exc:
-            return FollowResult("invalid", error=exc)
+            return FollowResult(FollowStatus.INVALID, error=exc)
         result = await self._store.subscriptions.add(chat_id, canonical(node), typed,
                                                      self._clock.now(), topic_id)
-        if result.status != "added" or result.subscription is None:
+        if result.status is not FollowStatus.ADDED or result.subscription is None:
             return FollowResult(result.status, result.subscription)
         self._track(result.subscription, node)
-        return FollowResult("added", result.subscription, await self._preview(node),
+        return FollowResult(FollowStatus.ADDED, result.subscription, await self._preview(node),
                             cjk_terms=tuple(cjk_terms(node)))
 
     async def _preview(self, node: Node) -> int:

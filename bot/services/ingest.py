@@ -34,6 +34,7 @@ from bot.core.models import (
     GENERAL,
     Alert,
     AlertKind,
+    ChangeStatus,
     FeedState,
     Freshness,
     Paper,
@@ -94,7 +95,7 @@ class PollReport:
     changes: list[PaperChange] = field(default_factory=list)
     seconds: float = 0.0
 
-    def count(self, status: str) -> int:
+    def count(self, status: ChangeStatus) -> int:
         return sum(1 for change in self.changes if change.status == status)
 
     @property
@@ -350,7 +351,7 @@ class Pipeline:
         Seconds of CPU for a big feed: run in a worker thread (`in_worker`), outside any
         transaction, so that chats' commands are answered, and their writes stored, meanwhile.
         """
-        fresh = [c for c in changes if c.status != "seen"]
+        fresh = [c for c in changes if c.status is not ChangeStatus.SEEN]
         if not fresh:
             return {}
         subscriptions = self._subscriptions
@@ -367,7 +368,7 @@ class Pipeline:
         nothing: it could not be sent, and a chat that comes back after months should not
         find months of alerts waiting.
         """
-        fresh = [c for c in changes if c.status != "seen"]
+        fresh = [c for c in changes if c.status is not ChangeStatus.SEEN]
         if not fresh:
             return []
         was = {c.paper.arxiv_id: c.status for c in expected}
@@ -377,7 +378,7 @@ class Pipeline:
             matched = {**matched, **await subscriptions.in_worker(
                 lambda: _alerts_by_paper(subscriptions, changed))}
         blocked = await self._store.chats.inactive_ids_in(conn)
-        revised = {c.paper.arxiv_id: c.paper for c in fresh if c.status == "revised"}
+        revised = {c.paper.arxiv_id: c.paper for c in fresh if c.status is ChangeStatus.REVISED}
         savers = await self._store.saved.chats_saving_in(conn, revised) if revised else {}
         saved_topics = await self._store.outbox.first_topics_in(conn, savers) if savers else {}
         alerts: list[Alert] = []
@@ -405,8 +406,8 @@ def _alerts_by_paper(subscriptions: SubscriptionService,
                      fresh: Sequence[PaperChange]) -> dict[str, list[Alert]]:
     """Match new and revised papers (in a worker thread): per paper, one alert per chat and
     forum topic."""
-    kinds = {c.paper.arxiv_id: AlertKind.REVISION if c.status == "revised" else AlertKind.NEW
-             for c in fresh}
+    kinds = {c.paper.arxiv_id: AlertKind.REVISION if c.status is ChangeStatus.REVISED
+             else AlertKind.NEW for c in fresh}
     by_paper: dict[str, list[Alert]] = {arxiv_id: [] for arxiv_id in kinds}
     topics = subscriptions.topics  # only subscriptions bound to a forum topic
     for chat_id, chat_matches in subscriptions.matcher.match([c.paper for c in fresh]).items():
@@ -460,18 +461,18 @@ def _revised_versions(alerts: Iterable[Alert]) -> dict[tuple[str, int], None]:
 
 
 def _counts(changes: Sequence[PaperChange], alerts: Sequence[Alert]) -> dict[str, int]:
-    return {"new": sum(c.status == "new" for c in changes),
-            "revised": sum(c.status == "revised" for c in changes),
-            "seen": sum(c.status == "seen" for c in changes),
-            "alerts": len(alerts)}
+    counts = {str(status): sum(c.status is status for c in changes) for status in ChangeStatus}
+    return {**counts, "alerts": len(alerts)}
 
 
 def _seen_earlier_in_poll(changes: list[PaperChange], report: PollReport) -> list[PaperChange]:
     """A dry run rolls back each source's upsert, so a paper that an earlier feed of the same
     poll listed (a cross-list) looks unknown again; a real poll would find it already seen."""
-    fresh = {c.paper.arxiv_id: c.paper.version for c in report.changes if c.status != "seen"}
+    fresh = {c.paper.arxiv_id: c.paper.version for c in report.changes
+             if c.status is not ChangeStatus.SEEN}
     return [
-        PaperChange(c.paper, "seen", None)
-        if c.status != "seen" and fresh.get(c.paper.arxiv_id, 0) >= c.paper.version else c
+        PaperChange(c.paper, ChangeStatus.SEEN, None)
+        if c.status is not ChangeStatus.SEEN and fresh.get(c.paper.arxiv_id, 0) >= c.paper.version
+        else c
         for c in changes
     ]

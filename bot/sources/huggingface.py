@@ -28,7 +28,7 @@ from bot.core.http import (
     retry_after_seconds,
     with_retries,
 )
-from bot.core.models import ArxivId, CommunityPick, Paper
+from bot.core.models import ArxivId, CommunityPick, Paper, SourceOutcome
 from bot.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class HuggingFaceError(Exception):
 class HFPoll:
     """What one poll of the daily list did."""
 
-    outcome: str  # "ok" | "not-modified" | "error"
+    outcome: SourceOutcome  # ok, not-modified or error
     picks: int = 0
     new: int = 0
     looked_up: int = 0
@@ -162,18 +162,18 @@ class CommunityPicks:
                 await self._store.sources.record_failure(self.url, self._clock.now(), str(exc),
                                                          exc.status)
                 log.warning("Hugging Face daily papers failed: %s", exc)
-                return HFPoll("error", error=str(exc))
+                return HFPoll(SourceOutcome.ERROR, error=str(exc))
             now = self._clock.now()
             if status == 304:
                 await self._store.sources.record_success(self.url, now, 304, None, None, None)
-                return HFPoll("not-modified")
+                return HFPoll(SourceOutcome.NOT_MODIFIED)
             new = await self._store.community.upsert(picks, now)
             looked_up = await self._look_up_missing([p.arxiv_id for p in picks])
             await self._store.sources.record_success(self.url, now, status, len(picks), etag,
                                                      last_modified, clear_validators=not picks)
             log.info("Hugging Face daily papers %s: %d picks, %d new, %d looked up on arXiv",
                      day, len(picks), new, looked_up)
-            return HFPoll("ok", picks=len(picks), new=new, looked_up=looked_up)
+            return HFPoll(SourceOutcome.OK, picks=len(picks), new=new, looked_up=looked_up)
 
     async def today(self) -> list[tuple[CommunityPick, Paper]]:
         """The latest day's picks with their arXiv papers, most upvoted first."""

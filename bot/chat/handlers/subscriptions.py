@@ -17,7 +17,7 @@ from bot.chat.handlers.common import (
     topic_of,
 )
 from bot.core.i18n import t, tn
-from bot.core.models import GENERAL, Subscription
+from bot.core.models import GENERAL, FollowStatus, Subscription
 from bot.core.text import escape
 from bot.delivery import callbacks
 from bot.delivery.render import topic_label
@@ -40,7 +40,7 @@ async def follow(update: Update, context: BotContext) -> None:
         return
     topic = topic_of(update)
     result = await context.subscriptions.follow(update.effective_chat.id, query, topic)
-    if result.status == "invalid" and result.error is not None:
+    if result.status is FollowStatus.INVALID and result.error is not None:
         column = result.error.position
         pointer = " " * max(column - 1, 0) + "^"
         await reply(update, context, t(
@@ -49,12 +49,12 @@ async def follow(update: Update, context: BotContext) -> None:
             reason=escape(t(lang, result.error.template, **result.error.values)),
             query=escape(query), pointer=pointer,
         ))
-    elif result.status == "duplicate" and result.subscription is not None:
+    elif result.status is FollowStatus.DUPLICATE and result.subscription is not None:
         await reply(update, context, t(
             lang, "You already follow that, as #{number}: <code>{query}</code>",
             number=result.subscription.number, query=escape(result.subscription.display),
         ))
-    elif result.status == "limit":
+    elif result.status is FollowStatus.LIMIT:
         await reply(update, context, t(
             lang, "This chat already has {limit} subscriptions, the most it can have. "
             "Remove one with /unfollow first.", limit=MAX_SUBSCRIPTIONS_PER_CHAT,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import aiosqlite
 
-from bot.core.models import AnnounceType, Paper, PaperChange
+from bot.core.models import AnnounceType, ChangeStatus, Paper, PaperChange
 from bot.storage.sqlite.db import Database, in_chunks
 
 
@@ -62,11 +62,12 @@ def classify(papers: Iterable[Paper], announced: Mapping[str, Paper]) -> list[Pa
         if previous is None:
             revision = paper.version > 1 and paper.announce_type is not None \
                 and paper.announce_type.is_revision
-            changes.append(PaperChange(paper, "revised" if revision else "new", None))
+            status = ChangeStatus.REVISED if revision else ChangeStatus.NEW
+            changes.append(PaperChange(paper, status, None))
         elif paper.version > previous.version:
-            changes.append(PaperChange(paper, "revised", previous))
+            changes.append(PaperChange(paper, ChangeStatus.REVISED, previous))
         else:
-            changes.append(PaperChange(paper, "seen", None))
+            changes.append(PaperChange(paper, ChangeStatus.SEEN, None))
     return changes
 
 
@@ -93,8 +94,8 @@ class PaperRepository:
         if not unique:
             return []
         changes = classify(unique, await self._latest(conn, (p.arxiv_id for p in unique)))
-        fresh = [c.paper for c in changes if c.status != "seen"]
-        fill_rows = [c.paper for c in changes if c.status == "seen"]
+        fresh = [c.paper for c in changes if c.status is not ChangeStatus.SEEN]
+        fill_rows = [c.paper for c in changes if c.status is ChangeStatus.SEEN]
         await conn.executemany(
             """
             INSERT INTO papers (arxiv_id, latest_version, title, authors, abstract, categories,

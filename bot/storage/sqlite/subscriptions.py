@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core.models import GENERAL, Subscription
+from bot.core.models import GENERAL, FollowStatus, Subscription
 from bot.storage.sqlite.db import Database
 
 MAX_SUBSCRIPTIONS_PER_CHAT = 50
@@ -14,7 +14,7 @@ MAX_SUBSCRIPTIONS_PER_CHAT = 50
 class AddResult:
     """What happened to a `/follow`: added (with the subscription), duplicate, or over the limit."""
 
-    status: str  # "added" | "duplicate" | "limit"
+    status: FollowStatus  # added, duplicate or limit (storage never sees an invalid one)
     subscription: Subscription | None = None
 
 
@@ -36,18 +36,20 @@ class SubscriptionRepository:
                 "SELECT id FROM subscriptions WHERE chat_id = ? AND query = ?", (chat_id, query)
             )
             if (row := await cursor.fetchone()) is not None:
-                return AddResult("duplicate", await self._numbered(conn, chat_id, row["id"]))
+                return AddResult(FollowStatus.DUPLICATE,
+                                 await self._numbered(conn, chat_id, row["id"]))
             cursor = await conn.execute(
                 "SELECT COUNT(*) FROM subscriptions WHERE chat_id = ?", (chat_id,)
             )
             if (await cursor.fetchone())[0] >= MAX_SUBSCRIPTIONS_PER_CHAT:
-                return AddResult("limit")
+                return AddResult(FollowStatus.LIMIT)
             cursor = await conn.execute(
                 "INSERT INTO subscriptions (chat_id, query, raw_query, created_at, topic_id) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (chat_id, query, typed, now, topic_id),
             )
-            return AddResult("added", await self._numbered(conn, chat_id, cursor.lastrowid))
+            return AddResult(FollowStatus.ADDED,
+                             await self._numbered(conn, chat_id, cursor.lastrowid))
 
     @staticmethod
     async def _numbered(conn, chat_id: int, sub_id: int | None) -> Subscription:
