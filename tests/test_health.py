@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.models import Beat
 from bot.jobs.poll import poll_job
 from bot.jobs.routine import telegram_heartbeat_job
 from bot.storage import Storage
-from bot.storage.sqlite.heartbeats import Beat
 from tests.conftest import Harness, make_paper
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,11 +12,11 @@ from bot.services.container import Services
 
 if TYPE_CHECKING:
     from bot.arxiv.lookups import LookupQueue
+    from bot.core.models import Chat
     from bot.importer.service import LibraryImporter
     from bot.query.service import SubscriptionService
     from bot.ranking.service import Ranker
     from bot.storage import Storage
-    from bot.storage.sqlite.chats import Chat
 
 
 class BotContext(CallbackContext[ExtBot, dict, dict, dict]):

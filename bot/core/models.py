@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import StrEnum
 from typing import NamedTuple
@@ -55,6 +56,29 @@ class FeedState:
     filled_on: date | None = None  # the announcement date read from the listing page
     listing_checked_at: float | None = None
     listing_error: str | None = None
+
+
+UNHEALTHY_AFTER_FAILURES = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A feed URL's validators and health."""
+
+    url: str
+    etag: str | None
+    last_modified: str | None
+    last_attempt_at: float | None
+    last_success_at: float | None
+    consecutive_failures: int
+    last_error: str | None
+    last_status: int | None
+    last_items: int | None
+    state: FeedState = field(default_factory=FeedState)
+
+    @property
+    def healthy(self) -> bool:
+        return self.consecutive_failures < UNHEALTHY_AFTER_FAILURES
 
 
 # New-style ids (0704.0001 to 2611.11450) and old-style ids (hep-th/9901001, math.AG/0601001).
@@ -145,6 +169,34 @@ class PaperChange:
     previous: Paper | None = None  # the version stored before, for revision diffs
 
 
+def latest_versions(papers: Iterable[Paper]) -> list[Paper]:
+    """Each id once, at the highest version listed, in the order first listed (a feed lists a
+    cross-listed paper under each of its categories)."""
+    unique: dict[str, Paper] = {}
+    for paper in papers:
+        kept = unique.get(paper.arxiv_id)
+        if kept is None or paper.version > kept.version:
+            unique[paper.arxiv_id] = paper
+    return list(unique.values())
+
+
+def classify(papers: Iterable[Paper], announced: Mapping[str, Paper]) -> list[PaperChange]:
+    """Per paper, given the latest announced versions stored: new, revised or seen."""
+    changes: list[PaperChange] = []
+    for paper in papers:
+        previous = announced.get(paper.arxiv_id)
+        if previous is None:
+            revision = paper.version > 1 and paper.announce_type is not None \
+                and paper.announce_type.is_revision
+            status = ChangeStatus.REVISED if revision else ChangeStatus.NEW
+            changes.append(PaperChange(paper, status, None))
+        elif paper.version > previous.version:
+            changes.append(PaperChange(paper, ChangeStatus.REVISED, previous))
+        else:
+            changes.append(PaperChange(paper, ChangeStatus.SEEN, None))
+    return changes
+
+
 # A forum topic is named by its message_thread_id; General (and a chat without topics) by 0.
 GENERAL = 0
 
@@ -164,6 +216,9 @@ class Subscription:
     def display(self) -> str:
         """The text shown to the chat: as typed, or the canonical form if none was kept."""
         return self.typed or self.query
+
+
+MAX_SUBSCRIPTIONS_PER_CHAT = 50
 
 
 class FollowStatus(StrEnum):
@@ -208,6 +263,31 @@ class DeliveryMode(StrEnum):
     DIGEST = "digest"  # one digest a day at the chat's local time
 
 
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """A chat's row: settings and reachability."""
+
+    id: int
+    type: str
+    title: str | None
+    language: str
+    language_chosen: bool
+    timezone: str
+    delivery_mode: DeliveryMode
+    digest_time: str | None
+    last_digest_at: float | None
+    paused: bool
+    inactive_since: float | None
+
+    @property
+    def is_group(self) -> bool:
+        return self.type in ("group", "supergroup")
+
+    @property
+    def active(self) -> bool:
+        return self.inactive_since is None
+
+
 class OutboxStatus(StrEnum):
     """Where an outbox row is on its way to the chat."""
 
@@ -231,6 +311,18 @@ class Alert:
     matched_queries: tuple[str, ...] = ()
     saved_revision: bool = False
     topic_id: int = GENERAL  # the forum topic it goes to: one alert per topic that matched
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    """A stored alert with its delivery state."""
+
+    id: int
+    alert: Alert
+    status: OutboxStatus
+    attempts: int
+    created_at: float
+    message_id: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,3 +377,10 @@ class LibraryEntry:
 
     paper: Paper
     saver: GroupMember | None = None
+
+
+class Beat(StrEnum):
+    """What a heartbeat records."""
+
+    ARXIV_POLL = "arxiv_poll"  # a poll in which every feed was fetched and stored
+    TELEGRAM = "telegram"  # Telegram answered a Bot API call

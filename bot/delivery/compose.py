@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from bot.core.models import GENERAL, AlertKind, Paper
+from bot.core.models import GENERAL, AlertKind, Chat, OutboxRow, Paper
 from bot.delivery.callbacks import DigestMore
 from bot.delivery.diff import describe_changes
 from bot.delivery.render import (
@@ -20,8 +20,6 @@ from bot.delivery.render import (
     with_more,
 )
 from bot.storage import Storage
-from bot.storage.sqlite.chats import Chat
-from bot.storage.sqlite.outbox import OutboxRow
 
 DIGEST_THRESHOLD = 10  # more pending alerts than this for one chat arrive as a digest
 

@@ -25,12 +25,11 @@ from telegram.error import (
 from telegram.ext import ExtBot
 
 from bot.core.clock import Clock
-from bot.core.models import DeliveryMode
+from bot.core.models import Chat, DeliveryMode
 from bot.delivery.compose import Composition, Outgoing, Relevance, compose_for_chat
 from bot.delivery.pacing import OVERALL_PER_SECOND, Pacer
 from bot.delivery.render import render_topic_fallback, topic_label
 from bot.storage import Storage
-from bot.storage.sqlite.chats import Chat
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,9 @@ import time
 
 from telegram.ext import CallbackContext, JobQueue
 
-from bot.core.models import ChangeStatus
+from bot.core.models import Beat, ChangeStatus
 from bot.jobs.routine import JobCallback, tracked
 from bot.services.container import Services
-from bot.storage.sqlite.heartbeats import Beat
 
 log = logging.getLogger(__name__)
 

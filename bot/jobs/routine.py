@@ -14,6 +14,7 @@ from telegram.error import TelegramError
 from telegram.ext import CallbackContext
 
 from bot.core.constants import DAY
+from bot.core.models import Beat
 from bot.delivery.render import ForYouEntry, render_for_you
 from bot.delivery.schedule import digest_due, for_you_time
 from bot.delivery.sender import Sender
@@ -21,7 +22,6 @@ from bot.ranking.service import Ranker
 from bot.services.container import Services
 from bot.services.health import TELEGRAM_HEARTBEAT_INTERVAL
 from bot.storage import Storage
-from bot.storage.sqlite.heartbeats import Beat
 
 log = logging.getLogger(__name__)
 

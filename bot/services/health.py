@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.config import Settings
+from bot.core.models import Beat
 from bot.core.text import duration
-from bot.storage.sqlite.heartbeats import Beat
 
 TELEGRAM_HEARTBEAT_INTERVAL = 60.0  # the bot asks Telegram getMe this often, if nothing else
 

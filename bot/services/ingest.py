@@ -40,11 +40,12 @@ from bot.core.models import (
     Paper,
     PaperChange,
     SourceOutcome,
+    classify,
+    latest_versions,
 )
 from bot.query.matcher import survivors_frozen
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
-from bot.storage.sqlite.papers import classify, latest_versions
 
 log = logging.getLogger(__name__)
 

@@ -9,14 +9,12 @@ from bot.chat.context import BotContext
 from bot.chat.handlers.common import reply
 from bot.core.constants import DAY
 from bot.core.i18n import t, tn
-from bot.core.models import Freshness
+from bot.core.models import Beat, Freshness, Source
 from bot.core.text import duration, escape
 from bot.delivery.schedule import local_time
 from bot.ranking.model import MIN_POSITIVES
 from bot.ranking.service import RankerStatus
 from bot.services.health import assess
-from bot.storage.sqlite.heartbeats import Beat
-from bot.storage.sqlite.sources import Source
 
 AI_CATEGORIES = ("cs.AI", "cs.LG", "cs.CL", "cs.CV", "cs.NE", "stat.ML")
 

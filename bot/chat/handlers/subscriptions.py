@@ -17,11 +17,10 @@ from bot.chat.handlers.common import (
     topic_of,
 )
 from bot.core.i18n import t, tn
-from bot.core.models import GENERAL, FollowStatus, Subscription
+from bot.core.models import GENERAL, MAX_SUBSCRIPTIONS_PER_CHAT, FollowStatus, Subscription
 from bot.core.text import escape
 from bot.delivery import callbacks
 from bot.delivery.render import topic_label
-from bot.storage.sqlite.subscriptions import MAX_SUBSCRIPTIONS_PER_CHAT
 
 # Of Telegram's 4096 units, leaving room for the heading.
 LIST_TEXT_BUDGET = MessageLimit.MAX_TEXT_LENGTH - 196

@@ -3,41 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 
 import aiosqlite
 
 from bot.core.constants import DAY
-from bot.core.models import DeliveryMode
+from bot.core.models import Chat, DeliveryMode
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.outbox import HELD_ALERT_DAYS
 
 LAST_SEEN_RESOLUTION = 600.0  # seconds: `last_seen_at` is refreshed at most this often
-
-
-@dataclass(frozen=True, slots=True)
-class Chat:
-    """A chat's row: settings and reachability."""
-
-    id: int
-    type: str
-    title: str | None
-    language: str
-    language_chosen: bool
-    timezone: str
-    delivery_mode: DeliveryMode
-    digest_time: str | None
-    last_digest_at: float | None
-    paused: bool
-    inactive_since: float | None
-
-    @property
-    def is_group(self) -> bool:
-        return self.type in ("group", "supergroup")
-
-    @property
-    def active(self) -> bool:
-        return self.inactive_since is None
 
 
 def _chat(row: sqlite3.Row) -> Chat:

@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
+from bot.core.models import Beat
 from bot.storage.sqlite.db import Database
-
-
-class Beat(StrEnum):
-    """What a heartbeat records."""
-
-    ARXIV_POLL = "arxiv_poll"  # a poll in which every feed was fetched and stored
-    TELEGRAM = "telegram"  # Telegram answered a Bot API call
 
 
 class HeartbeatRepository:

@@ -6,30 +6,17 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from operator import itemgetter
 
 import aiosqlite
 
 from bot.core.constants import DAY
-from bot.core.models import Alert, AlertKind, OutboxStatus
+from bot.core.models import Alert, AlertKind, OutboxRow, OutboxStatus
 from bot.storage.sqlite.db import Database, in_chunks
 
 # Alerts held for a chat that blocked the bot expire after this many days: it gets what is
 # newer when it comes back (a digest, capped), not months of old news.
 HELD_ALERT_DAYS = 14
-
-
-@dataclass(frozen=True, slots=True)
-class OutboxRow:
-    """A stored alert with its delivery state."""
-
-    id: int
-    alert: Alert
-    status: OutboxStatus
-    attempts: int
-    created_at: float
-    message_id: int | None
 
 
 def _row(row: sqlite3.Row) -> OutboxRow:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 import aiosqlite
 
-from bot.core.models import AnnounceType, ChangeStatus, Paper, PaperChange
+from bot.core.models import (
+    AnnounceType,
+    ChangeStatus,
+    Paper,
+    PaperChange,
+    classify,
+    latest_versions,
+)
 from bot.storage.sqlite.db import Database, in_chunks
 
 
@@ -41,34 +48,6 @@ def paper_from_row(row: sqlite3.Row, version: int | None = None) -> Paper:
         announce_type=AnnounceType(announce) if announce else None,
         license=row["license"] if "license" in keys else None,
     )
-
-
-def latest_versions(papers: Iterable[Paper]) -> list[Paper]:
-    """Each id once, at the highest version listed, in the order first listed (a feed lists a
-    cross-listed paper under each of its categories)."""
-    unique: dict[str, Paper] = {}
-    for paper in papers:
-        kept = unique.get(paper.arxiv_id)
-        if kept is None or paper.version > kept.version:
-            unique[paper.arxiv_id] = paper
-    return list(unique.values())
-
-
-def classify(papers: Iterable[Paper], announced: Mapping[str, Paper]) -> list[PaperChange]:
-    """Per paper, given the latest announced versions stored: new, revised or seen."""
-    changes: list[PaperChange] = []
-    for paper in papers:
-        previous = announced.get(paper.arxiv_id)
-        if previous is None:
-            revision = paper.version > 1 and paper.announce_type is not None \
-                and paper.announce_type.is_revision
-            status = ChangeStatus.REVISED if revision else ChangeStatus.NEW
-            changes.append(PaperChange(paper, status, None))
-        elif paper.version > previous.version:
-            changes.append(PaperChange(paper, ChangeStatus.REVISED, previous))
-        else:
-            changes.append(PaperChange(paper, ChangeStatus.SEEN, None))
-    return changes
 
 
 class PaperRepository:

@@ -3,35 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from datetime import date
 from typing import Any
 
-from bot.core.models import FeedState, Freshness
+from bot.core.models import FeedState, Freshness, Source
 from bot.storage.sqlite.db import Database
-
-UNHEALTHY_AFTER_FAILURES = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """A feed URL's validators and health."""
-
-    url: str
-    etag: str | None
-    last_modified: str | None
-    last_attempt_at: float | None
-    last_success_at: float | None
-    consecutive_failures: int
-    last_error: str | None
-    last_status: int | None
-    last_items: int | None
-    state: FeedState = field(default_factory=FeedState)
-
-    @property
-    def healthy(self) -> bool:
-        return self.consecutive_failures < UNHEALTHY_AFTER_FAILURES
-
 
 _STATE_FIELDS = tuple(f.name for f in fields(FeedState))
 _DATE_FIELDS = frozenset({"announced_on", "expected_on", "filled_on"})

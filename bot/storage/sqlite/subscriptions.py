@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core.models import GENERAL, FollowStatus, Subscription
+from bot.core.models import GENERAL, MAX_SUBSCRIPTIONS_PER_CHAT, FollowStatus, Subscription
 from bot.storage.sqlite.db import Database
-
-MAX_SUBSCRIPTIONS_PER_CHAT = 50
 
 
 @dataclass(frozen=True, slots=True)
