@@ -238,7 +238,10 @@ def load_settings(
     llm_model = get("LLM_MODEL", "") or ""
     if llm_api_url and not llm_model:
         raise ConfigError("LLM_MODEL must name the model when LLM_API_URL is set")
-    hf_papers_url = get("HF_PAPERS_URL", Settings.hf_papers_url) or ""
+    # Unset keeps the default; blanked, like `off`, turns the source off (an operator who empties
+    # it means to disable it, not to reach huggingface.co).
+    hf_papers_url = (Settings.hf_papers_url if "HF_PAPERS_URL" not in values
+                     else get("HF_PAPERS_URL", "off") or "off")
 
     return Settings(
         telegram_bot_token=token,

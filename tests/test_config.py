@@ -72,6 +72,23 @@ def test_bad_values_name_the_variable(env: dict[str, str], names: str, tmp_path:
         settings_from({**base, **env}, tmp_path)
 
 
+@pytest.mark.parametrize("blank", ["", "   ", "off", "OFF"])
+def test_a_blank_or_off_hugging_face_url_turns_the_source_off(blank: str, tmp_path: Path) -> None:
+    settings = settings_from({"TELEGRAM_BOT_TOKEN": TOKEN, "HF_PAPERS_URL": blank}, tmp_path)
+    assert settings.hf_papers_url == ""
+
+
+def test_a_blank_hugging_face_url_in_the_env_file_turns_the_source_off(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text(f"TELEGRAM_BOT_TOKEN={TOKEN}\nHF_PAPERS_URL=\n")
+    assert settings_from({}, tmp_path, env_file).hf_papers_url == ""
+
+
+def test_an_unset_hugging_face_url_keeps_the_default(tmp_path: Path) -> None:
+    settings = settings_from({"TELEGRAM_BOT_TOKEN": TOKEN}, tmp_path)
+    assert settings.hf_papers_url == "https://huggingface.co/api/daily_papers"
+
+
 def test_unwritable_database_folder_is_refused(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
