@@ -6,8 +6,9 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
@@ -20,23 +21,22 @@ _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what Telegram accepts as s
 _CATEGORY_RE = re.compile(r"^[a-z][a-z\-]*(\.[A-Za-z\-]+)?$")
 
 
-_CALENDAR_SECONDS = {
-    "ARXIV_TIGHT_POLL_SECONDS": "arxiv_tight_poll_seconds",
-    "ARXIV_RELAXED_POLL_SECONDS": "arxiv_relaxed_poll_seconds",
-    "ARXIV_TIGHT_WINDOW_SECONDS": "arxiv_tight_window_seconds",
-    "ARXIV_STALE_AFTER_SECONDS": "arxiv_stale_after_seconds",
-}
+# Polling by arXiv's calendar (bot/arxiv/freshness.py), each bounded by a day.
+_CALENDAR_SECONDS = ("arxiv_tight_poll_seconds", "arxiv_relaxed_poll_seconds",
+                     "arxiv_tight_window_seconds", "arxiv_stale_after_seconds")
+_SECRET: dict[str, Any] = {"secret": True}  # shown as *** and redacted from every log line
 
 
 class ConfigError(Exception):
     """A missing or malformed setting; its message is the one line shown to the operator."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Settings:
-    """Everything the bot reads from its environment."""
+    """Everything the bot reads from its environment: each field from the variable of the same
+    name in capitals, its default written here once."""
 
-    telegram_bot_token: str = field(repr=False)
+    telegram_bot_token: str = field(metadata=_SECRET)
     telegram_api_url: str = "https://api.telegram.org"
     arxiv_rss_url: str = "https://rss.arxiv.org/rss"
     arxiv_api_url: str = "https://export.arxiv.org/api/query"
@@ -51,11 +51,27 @@ class Settings:
     webhook_url: str | None = None  # set: Telegram pushes updates there instead of long polling
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = 8443
-    webhook_secret: str | None = field(default=None, repr=False)
+    webhook_secret: str | None = field(default=None, metadata=_SECRET)
     # `health` reports stale beyond these ages (see bot/services/health.py).
     health_max_arxiv_age_seconds: int = 3600
     health_max_telegram_age_seconds: int = 600
     send_window: int | None = None  # None: derived from the pace and a p99 round trip
+    arxiv_listing_url: str = "https://arxiv.org/list"
+    # Polling by arXiv's calendar (bot/arxiv/freshness.py); POLL_INTERVAL_SECONDS stays the ceiling.
+    arxiv_tight_poll_seconds: int = 60
+    arxiv_relaxed_poll_seconds: int = 3600
+    arxiv_tight_window_seconds: int = 7200
+    arxiv_stale_after_seconds: int = 1800
+    # AI reading guides: off while llm_api_url is empty.
+    llm_api_url: str = ""
+    llm_api_key: str = field(default="", metadata=_SECRET)
+    llm_model: str = ""
+    llm_timeout_seconds: float = 30.0
+    guide_chat_daily_limit: int = 20
+    guide_daily_limit: int = 500
+    # Hugging Face daily papers: off while hf_papers_url is empty.
+    hf_papers_url: str = "https://huggingface.co/api/daily_papers"
+    hf_poll_interval_seconds: int = 21600
 
     def is_operator(self, user_id: int | None, chat_id: int) -> bool:
         """Whether this user may use operator commands (/status) in this chat.
@@ -69,43 +85,35 @@ class Settings:
         if user_id is None or user_id not in operators:
             return False
         return chat_id == user_id or chat_id in self.admin_chat_ids
-    arxiv_listing_url: str = "https://arxiv.org/list"
-    # Polling by arXiv's calendar (bot/arxiv/freshness.py); POLL_INTERVAL_SECONDS stays the ceiling.
-    arxiv_tight_poll_seconds: int = 60
-    arxiv_relaxed_poll_seconds: int = 3600
-    arxiv_tight_window_seconds: int = 7200
-    arxiv_stale_after_seconds: int = 1800
-    # AI reading guides: off while llm_api_url is empty.
-    llm_api_url: str = ""
-    llm_api_key: str = field(default="", repr=False)
-    llm_model: str = ""
-    llm_timeout_seconds: float = 30.0
-    guide_chat_daily_limit: int = 20
-    guide_daily_limit: int = 500
-    # Hugging Face daily papers: off while hf_papers_url is empty.
-    hf_papers_url: str = "https://huggingface.co/api/daily_papers"
-    hf_poll_interval_seconds: int = 21600
 
     @property
     def guides_enabled(self) -> bool:
         return bool(self.llm_api_url)
 
     def secrets(self) -> list[str]:
-        """What no log line or output may show: the bot token (both forms) and the LLM key."""
-        return [*token_secrets(self.telegram_bot_token), *[s for s in (self.llm_api_key,) if s]]
+        """What no log line or output may show: every secret setting that is set, the bot
+        token in both its forms."""
+        values = [getattr(self, f.name) for f in fields(self)
+                  if f.metadata.get("secret") and f.name != "telegram_bot_token"]
+        return [*token_secrets(self.telegram_bot_token), *[v for v in values if v]]
 
     def __repr__(self) -> str:
-        return (
-            f"Settings(telegram_bot_token='***', telegram_api_url={self.telegram_api_url!r}, "
-            f"arxiv_rss_url={self.arxiv_rss_url!r}, arxiv_api_url={self.arxiv_api_url!r}, "
-            f"arxiv_archives={self.arxiv_archives!r}, database_path={str(self.database_path)!r}, "
-            f"poll_interval_seconds={self.poll_interval_seconds}, "
-            f"admin_chat_ids={sorted(self.admin_chat_ids)!r}, "
-            f"admin_user_ids={sorted(self.admin_user_ids)!r}, log_level={self.log_level!r}, "
-            f"webhook_url={self.webhook_url!r}, webhook_secret='***', "
-            f"llm_api_url={self.llm_api_url!r}, llm_api_key='***', "
-            f"llm_model={self.llm_model!r}, hf_papers_url={self.hf_papers_url!r})"
-        )
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.metadata.get("secret") and value:
+                text = "'***'"
+            elif isinstance(value, frozenset):
+                text = repr(sorted(value))
+            elif isinstance(value, Path):
+                text = repr(str(value))
+            else:
+                text = repr(value)
+            shown.append(f"{f.name}={text}")
+        return f"Settings({', '.join(shown)})"
+
+
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
 
 
 def _url(name: str, value: str) -> str:
@@ -148,36 +156,68 @@ def _ids(name: str, value: str) -> frozenset[int]:
     return frozenset(ids)
 
 
-def _webhook(values: Callable[[str], str | None]) -> dict[str, object]:
-    url = values("WEBHOOK_URL")
+class _Reader:
+    """Reads each setting from the variable named as its field in capitals; unset or blank, it
+    is the field's default."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._values = values
+
+    def present(self, field_name: str) -> bool:
+        """Whether the variable is set at all, if only to a blank."""
+        return field_name.upper() in self._values
+
+    def raw(self, field_name: str) -> str | None:
+        value = self._values.get(field_name.upper())
+        return None if value is None or not value.strip() else value.strip()
+
+    def parsed(self, field_name: str, parse: Callable[[str, str], Any]) -> Any:
+        """`parse(NAME, value)` of the variable, or the default when it is unset."""
+        value = self.raw(field_name)
+        return _DEFAULTS[field_name] if value is None else parse(field_name.upper(), value)
+
+    def text(self, field_name: str) -> str:
+        return self.parsed(field_name, lambda _, value: value)
+
+    def url(self, field_name: str) -> str:
+        return self.parsed(field_name, _url)
+
+    def integer(self, field_name: str, minimum: int, maximum: int) -> int:
+        return self.parsed(field_name, lambda name, value: _int(name, value, minimum, maximum))
+
+    def number(self, field_name: str, minimum: float) -> float:
+        return self.parsed(field_name, lambda name, value: _float(name, value, minimum))
+
+
+def _webhook(read: _Reader) -> dict[str, Any]:
+    url = read.raw("webhook_url")
     if url is None:
         return {}
     url = _url("WEBHOOK_URL", url)
     if not url.startswith("https://"):
         raise ConfigError(f"WEBHOOK_URL must be an https URL (Telegram requires it), got {url!r}")
-    secret = values("WEBHOOK_SECRET")
+    secret = read.raw("webhook_secret")
     if secret is None:
         raise ConfigError("WEBHOOK_SECRET is required with WEBHOOK_URL (see .env.example)")
     if not _SECRET_RE.match(secret):
         raise ConfigError("WEBHOOK_SECRET must be 1-256 of the letters A-Z, a-z, digits, _ and -")
     return {
         "webhook_url": url,
-        "webhook_listen": values("WEBHOOK_LISTEN") or Settings.webhook_listen,
-        "webhook_port": _int("WEBHOOK_PORT", values("WEBHOOK_PORT") or "8443", 1, 65535),
+        "webhook_listen": read.text("webhook_listen"),
+        "webhook_port": read.integer("webhook_port", 1, 65535),
         "webhook_secret": secret,
     }
 
 
-def _health(values: Callable[[str], str | None], poll_interval: int) -> dict[str, int]:
+def _health(read: _Reader, poll_interval: int) -> dict[str, int]:
     # Three polls missed in a row, and never less than an hour: arXiv itself is often slow.
-    arxiv_default = max(3 * poll_interval, 3600)
+    arxiv_default = max(3 * poll_interval, _DEFAULTS["health_max_arxiv_age_seconds"])
+    arxiv = read.raw("health_max_arxiv_age_seconds")
     return {
         "health_max_arxiv_age_seconds": _int(
-            "HEALTH_MAX_ARXIV_AGE_SECONDS",
-            values("HEALTH_MAX_ARXIV_AGE_SECONDS") or str(arxiv_default), 60, 30 * DAY),
-        "health_max_telegram_age_seconds": _int(
-            "HEALTH_MAX_TELEGRAM_AGE_SECONDS",
-            values("HEALTH_MAX_TELEGRAM_AGE_SECONDS") or "600", 120, 30 * DAY),
+            "HEALTH_MAX_ARXIV_AGE_SECONDS", arxiv or str(arxiv_default), 60, 30 * DAY),
+        "health_max_telegram_age_seconds": read.integer(
+            "health_max_telegram_age_seconds", 120, 30 * DAY),
     }
 
 
@@ -212,81 +252,59 @@ def load_settings(
     if env_file is not None and env_file.is_file():
         values.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
     values.update(os.environ if environ is None else environ)
+    read = _Reader(values)
 
-    def get(name: str, default: str | None = None) -> str | None:
-        raw = values.get(name)
-        if raw is None or raw.strip() == "":
-            return default
-        return raw.strip()
-
-    token = get("TELEGRAM_BOT_TOKEN")
+    token = read.raw("telegram_bot_token")
     if token is None:
         raise ConfigError("TELEGRAM_BOT_TOKEN is not set (see .env.example)")
     if not _TOKEN_RE.match(token):
         raise ConfigError("TELEGRAM_BOT_TOKEN does not look like a bot token (digits:letters)")
 
-    log_level = (get("LOG_LEVEL", "INFO") or "INFO").upper()
+    log_level = read.text("log_level").upper()
     if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(
             f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {log_level!r}"
         )
 
-    poll_interval = _int(
-        "POLL_INTERVAL_SECONDS", get("POLL_INTERVAL_SECONDS", "900"), 1, 7 * 24 * 3600
-    )
-    llm_api_url = get("LLM_API_URL", "") or ""
-    llm_model = get("LLM_MODEL", "") or ""
+    poll_interval = read.integer("poll_interval_seconds", 1, 7 * DAY)
+    llm_api_url = read.text("llm_api_url")
+    llm_model = read.text("llm_model")
     if llm_api_url and not llm_model:
         raise ConfigError("LLM_MODEL must name the model when LLM_API_URL is set")
     # Unset keeps the default; blanked, like `off`, turns the source off (an operator who empties
     # it means to disable it, not to reach huggingface.co).
-    hf_papers_url = (Settings.hf_papers_url if "HF_PAPERS_URL" not in values
-                     else get("HF_PAPERS_URL", "off") or "off")
+    hf_papers_url = ((read.raw("hf_papers_url") or "off") if read.present("hf_papers_url")
+                     else _DEFAULTS["hf_papers_url"])
 
     return Settings(
         telegram_bot_token=token,
-        telegram_api_url=_url(
-            "TELEGRAM_API_URL", get("TELEGRAM_API_URL", Settings.telegram_api_url)
-        ),
-        arxiv_rss_url=_url("ARXIV_RSS_URL", get("ARXIV_RSS_URL", Settings.arxiv_rss_url)),
-        arxiv_api_url=_url("ARXIV_API_URL", get("ARXIV_API_URL", Settings.arxiv_api_url)),
-        arxiv_archives=_archives("ARXIV_ARCHIVES", get("ARXIV_ARCHIVES", "cs")),
-        database_path=_database_path("DATABASE_PATH", get("DATABASE_PATH", "data/bot.sqlite3")),
+        telegram_api_url=read.url("telegram_api_url"),
+        arxiv_rss_url=read.url("arxiv_rss_url"),
+        arxiv_api_url=read.url("arxiv_api_url"),
+        arxiv_archives=read.parsed("arxiv_archives", _archives),
+        database_path=_database_path(
+            "DATABASE_PATH", read.raw("database_path") or str(_DEFAULTS["database_path"])),
         poll_interval_seconds=poll_interval,
-        admin_chat_ids=_ids("ADMIN_CHAT_IDS", get("ADMIN_CHAT_IDS", "")),
-        admin_user_ids=_ids("ADMIN_USER_IDS", get("ADMIN_USER_IDS", "")),
+        admin_chat_ids=read.parsed("admin_chat_ids", _ids),
+        admin_user_ids=read.parsed("admin_user_ids", _ids),
         log_level=log_level,
-        contact=get("CONTACT", "") or "",
-        arxiv_min_interval_seconds=_float(
-            "ARXIV_MIN_INTERVAL_SECONDS", get("ARXIV_MIN_INTERVAL_SECONDS", "3"), 0.0
-        ),
-        **_webhook(get),  # type: ignore[arg-type]
-        arxiv_listing_url=_url(
-            "ARXIV_LISTING_URL", get("ARXIV_LISTING_URL", Settings.arxiv_listing_url)
-        ),
-        **{
-            field_name: _int(name, get(name, str(getattr(Settings, field_name))), 1, DAY)
-            for name, field_name in _CALENDAR_SECONDS.items()
-        },
-        **_health(get, poll_interval),
-        send_window=None if (window := get("SEND_WINDOW")) is None
-        else _int("SEND_WINDOW", window, 1, 1000),
+        contact=read.text("contact"),
+        arxiv_min_interval_seconds=read.number("arxiv_min_interval_seconds", 0.0),
+        **_webhook(read),
+        arxiv_listing_url=read.url("arxiv_listing_url"),
+        **{name: read.integer(name, 1, DAY) for name in _CALENDAR_SECONDS},
+        **_health(read, poll_interval),
+        send_window=read.integer("send_window", 1, 1000),
         llm_api_url=_url("LLM_API_URL", llm_api_url) if llm_api_url else "",
-        llm_api_key=get("LLM_API_KEY", "") or "",
+        llm_api_key=read.text("llm_api_key"),
         llm_model=llm_model,
-        llm_timeout_seconds=_int(
-            "LLM_TIMEOUT_SECONDS", get("LLM_TIMEOUT_SECONDS", "30"), 1, 30
-        ),
-        guide_chat_daily_limit=_int(
-            "GUIDE_CHAT_DAILY_LIMIT", get("GUIDE_CHAT_DAILY_LIMIT", "20"), 0, 100_000
-        ),
-        guide_daily_limit=_int("GUIDE_DAILY_LIMIT", get("GUIDE_DAILY_LIMIT", "500"), 0, 10_000_000),
+        llm_timeout_seconds=read.integer("llm_timeout_seconds", 1, 30),
+        guide_chat_daily_limit=read.integer("guide_chat_daily_limit", 0, 100_000),
+        guide_daily_limit=read.integer("guide_daily_limit", 0, 10_000_000),
         hf_papers_url=(
             "" if hf_papers_url.lower() == "off" else _url("HF_PAPERS_URL", hf_papers_url)
         ),
-        hf_poll_interval_seconds=_int(
-            "HF_POLL_INTERVAL_SECONDS", get("HF_POLL_INTERVAL_SECONDS", "21600"), 60, 7 * 24 * 3600
-        ),
+        hf_poll_interval_seconds=read.integer("hf_poll_interval_seconds", 60, 7 * DAY),
     )
 
 

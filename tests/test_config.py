@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import subprocess
@@ -50,6 +51,42 @@ def test_the_token_never_shows_in_repr(tmp_path: Path) -> None:
     settings = settings_from({"TELEGRAM_BOT_TOKEN": TOKEN}, tmp_path)
     assert TOKEN not in repr(settings)
     assert "ABC-def_ghi" not in str(settings)
+
+
+def test_repr_shows_every_setting_and_hides_every_secret(tmp_path: Path) -> None:
+    secrets = {"TELEGRAM_BOT_TOKEN": TOKEN, "WEBHOOK_SECRET": "hook-secret_0123456789",
+               "LLM_API_KEY": "sk-llm-key-4567"}
+    settings = settings_from({**secrets, "WEBHOOK_URL": "https://bot.example.org/hook",
+                              "LLM_API_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m"},
+                             tmp_path)
+    shown = repr(settings)
+    for value in (*secrets.values(), "ABC-def_ghi"):
+        assert value not in shown
+    for name in (f.name for f in dataclasses.fields(settings)):
+        assert f"{name}=" in shown, name
+    assert "webhook_secret='***'" in shown and "llm_api_key='***'" in shown
+    assert "hf_poll_interval_seconds=21600" in shown
+
+
+def test_every_secret_is_redacted_from_the_logs(tmp_path: Path) -> None:
+    settings = settings_from({"TELEGRAM_BOT_TOKEN": TOKEN, "LLM_API_KEY": "sk-llm-key-4567",
+                              "WEBHOOK_URL": "https://bot.example.org/hook",
+                              "WEBHOOK_SECRET": "hook-secret_0123456789"}, tmp_path)
+    record = logging.LogRecord("telegram.Bot", logging.DEBUG, __file__, 1,
+                               "Calling Bot API endpoint `setWebhook` with parameters `%s`",
+                               ({"secret_token": "hook-secret_0123456789", "key": "sk-llm-key-4567",
+                                 "url": f"/bot{TOKEN}/setWebhook"},), None)
+    RedactingFilter(settings.secrets()).filter(record)
+    message = record.getMessage()
+    assert "hook-secret_0123456789" not in message
+    assert "sk-llm-key-4567" not in message and "ABC-def_ghi" not in message
+
+
+def test_unset_settings_take_the_defaults_written_on_settings(tmp_path: Path) -> None:
+    settings = settings_from({"TELEGRAM_BOT_TOKEN": TOKEN}, tmp_path)
+    for f in dataclasses.fields(settings):
+        if f.name not in ("telegram_bot_token", "database_path"):
+            assert getattr(settings, f.name) == f.default, f.name
 
 
 @pytest.mark.parametrize(

@@ -292,6 +292,27 @@ def test_webhook_mode_answers_updates_with_the_secret_and_refuses_the_rest(
     assert subscriptions == 0
 
 
+def test_the_webhook_secret_stays_out_of_debug_logs(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
+    bots: list[BotProcess],
+) -> None:
+    """At DEBUG, PTB logs each Bot API call with its parameters, setWebhook's secret_token too."""
+    bot = BotProcess(tmp_path, bot_settings(
+        fake_telegram.api_url, fake_telegram.token, fake_arxiv, tmp_path, LOG_LEVEL="DEBUG",
+        WEBHOOK_URL="https://bot.example.org/telegram/hook", WEBHOOK_LISTEN="127.0.0.1",
+        WEBHOOK_PORT=str(free_port()), WEBHOOK_SECRET=WEBHOOK_SECRET,
+    ))
+    bots.append(bot)
+    fake_telegram.wait_for_sync(lambda: fake_telegram.webhook, timeout=30,
+                                what="the bot to set its webhook")
+    bot.wait_for_log("Application started")
+    assert bot.terminate_and_wait() == 0
+    assert fake_telegram.webhook["secret_token"] == WEBHOOK_SECRET
+    output = bot.stdout + bot.stderr
+    assert "setWebhook" in output, "PTB logged the call"
+    assert WEBHOOK_SECRET not in output
+
+
 async def test_the_bot_starts_when_the_command_menu_cannot_be_set(
     tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
     caplog: pytest.LogCaptureFixture,
