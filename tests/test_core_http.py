@@ -6,10 +6,18 @@ import random
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
+import httpx
 import pytest
 
 from bot import __version__
-from bot.core.http import RetryPolicy, Transient, retry_after_seconds, user_agent, with_retries
+from bot.core.http import (
+    RetryPolicy,
+    Transient,
+    refusal,
+    retry_after_seconds,
+    user_agent,
+    with_retries,
+)
 from tests.conftest import RecordingSleep
 
 
@@ -80,3 +88,18 @@ async def test_give_up_stops_before_a_wait_not_worth_it() -> None:
         await with_retries(rate_limited, RetryPolicy(4), what="test", sleep=sleep,
                            give_up=lambda t: (t.retry_after or 0) > 60)
     assert sleep.delays == []
+
+
+@pytest.mark.parametrize(("status", "transient"), [
+    (429, True), (503, True), (408, True), (404, False), (403, False), (501, False)])
+def test_an_error_status_is_worth_another_try_only_when_it_says_not_now(
+        status: int, transient: bool) -> None:
+    failure = LookupError(f"HTTP {status}")
+
+    raised = refusal(status, httpx.Headers({"Retry-After": "7"}), failure)
+
+    if transient:
+        assert isinstance(raised, Transient) and raised.failure is failure
+        assert raised.retry_after == 7.0
+    else:
+        assert raised is failure

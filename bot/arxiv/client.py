@@ -30,7 +30,7 @@ from bot.core.http import (
     SleepFn,
     Transient,
     polite_client,
-    retry_after_seconds,
+    refusal,
     with_retries,
 )
 from bot.core.models import ArxivId, Paper
@@ -329,11 +329,9 @@ class ArxivClient:
                     not_modified=status == 304,
                     attempts=number,
                 )
-            if status not in RETRY_STATUSES:
-                raise HTTPStatusError(status, url=url, attempts=number, retryable=False)
             error_type = RateLimitedError if status == 429 else HTTPStatusError
-            raise Transient(error_type(status, url=url, retryable=True, attempts=number),
-                            retry_after_seconds(response_headers.get("retry-after")))
+            raise refusal(status, response_headers, error_type(
+                status, url=url, attempts=number, retryable=status in RETRY_STATUSES))
 
     async def _send(self, url: str, headers: dict[str, str], *, timeout: float,
                     interactive: bool = False) -> tuple[int, httpx.Headers, bytes]:

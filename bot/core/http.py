@@ -12,7 +12,7 @@ import asyncio
 import email.utils
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -60,6 +60,14 @@ def retry_after_seconds(value: str | None) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def refusal(status: int, headers: Mapping[str, str], failure: Exception) -> Exception:
+    """What to raise for an answer with error status `status`: if another try may get through,
+    a `Transient` carrying `failure` and the server's Retry-After; else `failure` itself."""
+    if status in RETRY_STATUSES:
+        return Transient(failure, retry_after_seconds(headers.get("retry-after")))
+    return failure
 
 
 class Transient(Exception):

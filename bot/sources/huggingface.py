@@ -19,15 +19,7 @@ import httpx
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.errors import ArxivError
 from bot.core.clock import Clock
-from bot.core.http import (
-    RETRY_STATUSES,
-    RetryPolicy,
-    SleepFn,
-    Transient,
-    polite_client,
-    retry_after_seconds,
-    with_retries,
-)
+from bot.core.http import RetryPolicy, SleepFn, Transient, polite_client, refusal, with_retries
 from bot.core.models import ArxivId, CommunityPick, Paper, SourceOutcome
 from bot.storage import Storage
 
@@ -221,10 +213,7 @@ class CommunityPicks:
             if status in (200, 304):
                 return (status, response.content, response.headers.get("ETag"),
                         response.headers.get("Last-Modified"))
-            error = HuggingFaceError(f"Hugging Face answered HTTP {status} ({url}){tries}",
-                                     status)
-            if status not in RETRY_STATUSES:
-                raise error
-            raise Transient(error, retry_after_seconds(response.headers.get("Retry-After")))
+            raise refusal(status, response.headers, HuggingFaceError(
+                f"Hugging Face answered HTTP {status} ({url}){tries}", status))
 
         return await with_retries(attempt, self._retry, what="Hugging Face", sleep=self._sleep)
