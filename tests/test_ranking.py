@@ -75,6 +75,13 @@ def test_a_chat_needs_the_minimum_of_positives_for_a_model(papers: list[Paper]) 
     assert train(vocabulary, ChatLabels.of(ids[:MIN_POSITIVES], [], []), rows, matrix)
 
 
+def test_a_group_gets_a_model_too(papers: list[Paper]) -> None:
+    # A group's chat id is negative; it seeds the choice of background papers.
+    vocabulary, rows, matrix = _setup(papers)
+    labels = ChatLabels.of([p.arxiv_id for p in papers[:MIN_POSITIVES]], [], [])
+    assert train(vocabulary, labels, rows, matrix, -1001500000001) is not None
+
+
 def test_the_model_ranks_the_chats_field_first_on_real_records(papers: list[Paper]) -> None:
     vocabulary, rows, matrix = _setup(papers)
     field = Counter(p.categories[0] for p in papers).most_common(1)[0][0]

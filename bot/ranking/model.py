@@ -117,7 +117,7 @@ def train(vocabulary: Vocabulary, labels: ChatLabels, vectors: Mapping[str, int]
     negative_rows = sorted(vectors[i] for i in labels.negatives if i in vectors)
     taken = set(positive_rows) | set(negative_rows)
     others = np.array([row for row in range(matrix.shape[0]) if row not in taken], dtype=np.int64)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(abs(seed))  # a chat id: a group's is negative
     if len(others) > training.background:
         others = rng.choice(others, training.background, replace=False)
     rows = np.concatenate([positive_rows, negative_rows, np.sort(others)]).astype(np.int64)
