@@ -20,7 +20,7 @@ from bot.config import Settings, load_settings
 from bot.core.clock import Clock, ManualClock
 from bot.core.models import AnnounceType, Paper
 from bot.delivery.pacing import Pacer
-from bot.jobs.routine import send_due_digests, send_for_you
+from bot.jobs.routine import queue_for_you, send_due_digests
 from bot.services.budget import UNLIMITED, BudgetPolicy
 from bot.services.container import Services
 from bot.services.ingest import Pipeline, PollReport
@@ -158,8 +158,10 @@ class Harness:
                                       self.clock.now())
 
     async def send_for_you(self) -> int:
-        return await send_for_you(self.services.storage, self.services.ranker,
-                                  self.app.bot, self.clock.now())
+        """A For-you round as the job runs it: queue what is due, deliver; returns how many
+        For-you messages went out."""
+        await queue_for_you(self.services.storage, self.services.ranker, self.clock.now())
+        return (await self.services.sender.drain()).for_you
 
     def serve_feed(self, papers: list[Paper], names: tuple[str, ...] = ("cs",),
                    announce_date: datetime | None = None) -> None:

@@ -326,6 +326,42 @@ class OutboxRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ForYouPick:
+    """One paper of a day's For-you message, as the ranker picked it, and why: the title of a
+    saved paper it is like, or else the terms it scored on."""
+
+    arxiv_id: str  # base id
+    version: int
+    like_title: str | None = None
+    terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ForYouRound:
+    """A chat whose For-you time came: its local day and what the ranker picked (none: no
+    paper cleared the threshold, and the day passes without a message)."""
+
+    chat_id: int
+    day: str  # 'YYYY-MM-DD' in the chat's time zone
+    picks: tuple[ForYouPick, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ForYouRow:
+    """A queued For-you message: the picks of its day's round, rendered when it is sent."""
+
+    id: int
+    chat_id: int
+    day: str
+    picks: tuple[ForYouPick, ...]
+    status: OutboxStatus
+    attempts: int
+    created_at: float
+    topic_id: int = GENERAL
+    message_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CommunityPick:
     """A paper on Hugging Face's daily papers list, with what the community made of it."""
 

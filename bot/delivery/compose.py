@@ -9,14 +9,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from bot.core.models import GENERAL, AlertKind, Chat, OutboxRow, Paper
+from bot.core.models import GENERAL, AlertKind, Chat, ForYouRow, OutboxRow, Paper
 from bot.delivery.callbacks import DigestMore
 from bot.delivery.diff import describe_changes
 from bot.delivery.render import (
     DigestEntry,
+    ForYouEntry,
     RenderedMessage,
     render_alert,
     render_digest,
+    render_for_you,
     with_more,
 )
 from bot.storage import Storage
@@ -33,15 +35,17 @@ DIGEST_MAX_ENTRIES = 100
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
-    """One message to send and the outbox rows it delivers (one alert, or a digest's part)."""
+    """One message to send and the queued rows it delivers (one alert, a digest's part, or a
+    day's For-you message)."""
 
-    rows: tuple[OutboxRow, ...]
+    rows: tuple[OutboxRow, ...] | tuple[ForYouRow, ...]
     message: RenderedMessage
     topic_id: int = GENERAL  # the forum topic it goes to (its rows all share it)
     # One alert on its own, not in a digest: the first such message of a paper starts its
     # thread, and a later version's alert replies to it (`reply_to`), so it reads v1 → v2 → v3.
     alone: bool = False
     reply_to: int | None = None
+    for_you: bool = False  # its row is For you's (`foryou_outbox`), not an alert's
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,27 @@ async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow]
         missing += part.missing
         digest = digest or (part.digest and bool(part.messages))
     return Composition(messages, missing, digest)
+
+
+async def compose_for_you(store: Storage, chat: Chat, rows: Sequence[ForYouRow]
+                          ) -> Composition:
+    """A chat's waiting For-you messages, rendered now from their stored picks: in the chat's
+    language of today, with today's saved state. A pick whose paper is no longer stored is
+    left out; a message with none left cannot be shown (`missing`)."""
+    messages, missing = [], []
+    for row in rows:
+        papers = await store.papers.get_versions([(p.arxiv_id, p.version) for p in row.picks])
+        shown = [(pick, papers[pick.arxiv_id, pick.version]) for pick in row.picks
+                 if (pick.arxiv_id, pick.version) in papers]
+        if not shown:
+            missing.append(row)
+            continue
+        saved = await store.saved.saved_among(chat.id, [pick.arxiv_id for pick, _ in shown])
+        entries = [ForYouEntry(paper, pick.like_title, pick.terms, saved=pick.arxiv_id in saved)
+                   for pick, paper in shown]
+        messages.append(Outgoing((row,), render_for_you(entries, lang=chat.language),
+                                 topic_id=row.topic_id, for_you=True))
+    return Composition(messages, missing, digest=False)
 
 
 async def _alerts(store: Storage, chat: Chat, rows: Sequence[OutboxRow],

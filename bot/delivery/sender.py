@@ -11,6 +11,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from telegram import Bot, LinkPreviewOptions, ReplyParameters
 from telegram.constants import MessageLimit, ParseMode
@@ -26,10 +27,19 @@ from telegram.ext import ExtBot
 
 from bot.core.clock import Clock
 from bot.core.models import Chat, DeliveryMode
-from bot.delivery.compose import Composition, Outgoing, Relevance, compose_for_chat
+from bot.delivery.compose import (
+    Composition,
+    Outgoing,
+    Relevance,
+    compose_for_chat,
+    compose_for_you,
+)
 from bot.delivery.pacing import OVERALL_PER_SECOND, Pacer
 from bot.delivery.render import render_topic_fallback, topic_label
 from bot.storage import Storage
+
+if TYPE_CHECKING:
+    from bot.storage.sqlite.outbox import DeliveryQueue
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +129,9 @@ _TOPIC_GONE_ERRORS = ("message thread not found", "topic_closed", "topic_deleted
 class DrainReport:
     """What one drain did, for logs and benchmarks."""
 
-    sent: int = 0
+    sent: int = 0  # alerts
     digests: int = 0
+    for_you: int = 0  # For-you messages
     retried: int = 0
     failed: int = 0
     blocked_chats: int = 0
@@ -191,7 +202,7 @@ class Sender:
             if self._stopping:
                 return report
             await self._recover()
-            chat_ids = await self._store.outbox.due_chats(self._due_by())
+            chat_ids = await self._due_chats()
             queue: asyncio.Queue[int] = asyncio.Queue()
             for chat_id in chat_ids:
                 queue.put_nowait(chat_id)
@@ -208,10 +219,10 @@ class Sender:
             workers = min(max(WORKERS, 2 * self.window), len(chat_ids))
             await self._run(asyncio.gather(*(worker() for _ in range(workers))))
             self._pacer.forget_idle()
-        if report.sent or report.failed or report.blocked_chats:
-            log.info("delivery: sent=%d digests=%d retried=%d failed=%d blocked_chats=%d",
-                     report.sent, report.digests, report.retried, report.failed,
-                     report.blocked_chats)
+        if report.sent or report.for_you or report.failed or report.blocked_chats:
+            log.info("delivery: sent=%d digests=%d for_you=%d retried=%d failed=%d "
+                     "blocked_chats=%d", report.sent, report.digests, report.for_you,
+                     report.retried, report.failed, report.blocked_chats)
         return report
 
     async def send_daily_digest(self, chat_id: int) -> DrainReport:
@@ -261,8 +272,9 @@ class Sender:
             return
         self._recovered = True
         uncertain = await self._store.outbox.requeue_claimed()
+        uncertain += await self._store.for_you_outbox.requeue_claimed()
         if uncertain:
-            log.warning("%d alert(s) were being sent when the bot stopped; Telegram may have "
+            log.warning("%d message(s) were being sent when the bot stopped; Telegram may have "
                         "taken them, but cannot be asked: sending them again", uncertain)
 
     def _due_by(self) -> float:
@@ -287,43 +299,63 @@ class Sender:
         """What a drain would send now, chat by chat, composed exactly as the drain composes
         it; nothing is claimed, sent or changed (`poll-once --dry-run` prints it)."""
         previews = {}
-        for chat_id in await self._store.outbox.due_chats(self._due_by()):
+        for chat_id in await self._due_chats():
             composed = await self._compose(chat_id, digest_mode_run=False)
-            if composed is not None and composed[1].messages:
-                previews[chat_id] = composed[1].messages
+            messages = [] if composed is None else [
+                message for composition, _ in composed[1] for message in composition.messages]
+            if messages:
+                previews[chat_id] = messages
         return previews
 
+    async def _due_chats(self) -> list[int]:
+        """Chats with alerts or a For-you message due; For you is due when queued (no poll's
+        alerts are held back with it)."""
+        return sorted(set(await self._store.outbox.due_chats(self._due_by()))
+                      | set(await self._store.for_you_outbox.due_chats(self._clock.now())))
+
     async def _compose(self, chat_id: int, digest_mode_run: bool
-                       ) -> tuple[Chat, Composition] | None:
-        """A chat's pending rows as messages, or None when nothing may go to it now."""
+                       ) -> tuple[Chat, list[tuple[Composition, DeliveryQueue]]] | None:
+        """A chat's pending rows as messages, its alerts' then its For you's, each with the
+        queue that holds their rows; None when nothing may go to it now."""
         chat = await self._store.chats.get(chat_id)
         if chat is None or not chat.active or chat.paused:
             return None
-        if chat.delivery_mode == DeliveryMode.DIGEST and not digest_mode_run:
-            return None
-        rows = await self._store.outbox.pending_for_chat(chat_id, self._due_by())
-        if not rows:
-            return None
-        composition = await compose_for_chat(self._store, chat, rows, digest_run=digest_mode_run,
-                                             guide=self._guides,
-                                             relevance=self._relevance)
-        return chat, composition
+        store, parts = self._store, []
+        # A digest-mode chat's alerts wait for its digest; its For you comes at its own time.
+        if chat.delivery_mode != DeliveryMode.DIGEST or digest_mode_run:
+            rows = await store.outbox.pending_for_chat(chat_id, self._due_by())
+            if rows:
+                parts.append((await compose_for_chat(
+                    store, chat, rows, digest_run=digest_mode_run, guide=self._guides,
+                    relevance=self._relevance), store.outbox))
+        waiting = await store.for_you_outbox.pending_for_chat(chat_id, self._clock.now())
+        if waiting:
+            parts.append((await compose_for_you(store, chat, waiting), store.for_you_outbox))
+        return chat, parts
 
     async def _deliver_rows(self, chat_id: int, report: DrainReport,
                             digest_mode_run: bool) -> None:
         composed = await self._compose(chat_id, digest_mode_run)
         if composed is None:
             return
-        chat, composition = composed
+        chat, parts = composed
+        for composition, queue in parts:
+            if not await self._deliver_composed(chat, composition, queue, report):
+                return
+
+    async def _deliver_composed(self, chat: Chat, composition: Composition,
+                                queue: DeliveryQueue, report: DrainReport) -> bool:
+        """Send a composition's messages in order; False when the chat can take no more now."""
         if composition.missing:
-            await self._store.outbox.mark_failed([r.id for r in composition.missing],
-                                                 "paper missing from the store")
+            await queue.mark_failed([r.id for r in composition.missing],
+                                    "paper missing from the store")
             report.failed += len(composition.missing)
         for outgoing in composition.messages:
             if not await self._deliver(chat, outgoing, report):
-                return
+                return False
         if composition.digest and composition.messages:
             report.digests += 1
+        return True
 
     async def _deliver(self, chat: Chat, outgoing: Outgoing, report: DrainReport) -> bool:
         """Send one message until it has an outcome; False when the chat can take no more now."""
@@ -337,21 +369,25 @@ class Sender:
                     waits += 1
                     continue  # the pacer now holds the chat, or everyone, back
                 case PlainText(error):
-                    log.warning("Telegram refused an alert to chat %s (%s); retrying as plain "
-                                "text", chat.id, error)
+                    log.warning("Telegram refused %s to chat %s (%s); retrying as plain "
+                                "text", _what(outgoing, article=True), chat.id, error)
                     text, parse_mode = html_to_plain(text)[:MessageLimit.MAX_TEXT_LENGTH], None
                     continue
+                case Sent() if outgoing.for_you:
+                    report.for_you += 1
+                    return True
                 case Sent():
                     report.sent += len(outgoing.rows)
                     return True
                 case Retry(error, gave_up=True):
-                    log.warning("alert for chat %s failed %d times; giving up: %s", chat.id,
-                                MAX_SEND_ATTEMPTS, error)
+                    log.warning("%s for chat %s failed %d times; giving up: %s",
+                                _what(outgoing), chat.id, MAX_SEND_ATTEMPTS, error)
                     report.failed += len(outgoing.rows)
                 case Retry():
                     report.retried += len(outgoing.rows)
                 case Failed(error):
-                    log.warning("alert for chat %s failed for good: %s", chat.id, error)
+                    log.warning("%s for chat %s failed for good: %s", _what(outgoing), chat.id,
+                                error)
                     report.failed += len(outgoing.rows)
                     return True
                 case Blocked():
@@ -375,7 +411,7 @@ class Sender:
         release and its request and bunch sends together.
         """
         row_ids = [r.id for r in outgoing.rows]
-        outbox = self._store.outbox
+        outbox = self._queue(outgoing)
         await self._pacer.chat_ready(chat.id)
         async with self._window:
             if self._stopping:
@@ -405,7 +441,7 @@ class Sender:
         """Record what Telegram answered in the claimed rows; returns the final outcome."""
         rows = outgoing.rows
         row_ids = [r.id for r in rows]
-        outbox = self._store.outbox
+        outbox = self._queue(outgoing)
         now = self._clock.now()
         match outcome:
             case Sent(message_id):
@@ -432,6 +468,10 @@ class Sender:
             case Failed(error):
                 await outbox.mark_failed(row_ids, error)
         return outcome
+
+    def _queue(self, outgoing: Outgoing) -> DeliveryQueue:
+        """The table whose rows the message delivers."""
+        return self._store.for_you_outbox if outgoing.for_you else self._store.outbox
 
     async def _fall_back(self, chat: Chat, topic_id: int, error: str,
                          report: DrainReport) -> None:
@@ -488,6 +528,13 @@ class Sender:
         except TelegramError as exc:
             return Retry(str(exc))
         return Sent(message.message_id)
+
+
+def _what(outgoing: Outgoing, *, article: bool = False) -> str:
+    """What a message is, for the log."""
+    if outgoing.for_you:
+        return "a For-you message" if article else "For-you message"
+    return "an alert" if article else "alert"
 
 
 def flood_wait_seconds(exc: RetryAfter) -> float:

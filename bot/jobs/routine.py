@@ -9,14 +9,12 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 
-from telegram import Bot
 from telegram.error import TelegramError
 from telegram.ext import CallbackContext
 
 from bot.core.constants import DAY
-from bot.core.models import Beat
-from bot.delivery.render import ForYouEntry, render_for_you
-from bot.delivery.schedule import digest_due, for_you_time
+from bot.core.models import Beat, ForYouPick, ForYouRound
+from bot.delivery.schedule import digest_due, for_you_time, local_time
 from bot.delivery.sender import Sender
 from bot.ranking.service import Ranker
 from bot.services.container import Services
@@ -99,17 +97,22 @@ async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
 
 
 async def for_you_job(services: Services, context: CallbackContext) -> None:
-    """Send each chat with For you on its daily suggestions once its local time has come."""
-    await send_for_you(services.storage, services.ranker, context.bot, services.clock.now())
+    """Queue each chat's For-you message once its local time has come, then deliver it."""
+    queued = await queue_for_you(services.storage, services.ranker, services.clock.now())
+    # The drain job (every few seconds) delivers it if a drain is running now.
+    if queued and not services.sender.busy:
+        await services.sender.drain()
 
 
-async def send_for_you(storage: Storage, ranker: Ranker, bot: Bot, now: float) -> int:
-    """Send every For-you message due at `now`; returns how many chats received one. A chat
-    whose papers all score below the threshold gets nothing that day."""
+async def queue_for_you(storage: Storage, ranker: Ranker, now: float) -> int:
+    """Queue every For-you message due at `now` (the sender delivers them like alerts); returns
+    how many were queued. A chat whose papers all score below the threshold gets nothing that
+    day. A paused chat's message waits for /resume. A chat that blocked the bot gets no round,
+    as it gets no alerts, until it writes again (a message it blocked is held until then)."""
     due = []
     for setting in await storage.rankings.for_you_chats():
         chat = await storage.chats.get(setting.chat_id)
-        if chat is None or not chat.active or chat.paused:
+        if chat is None or not chat.active:
             continue
         last = setting.last_sent_at if setting.last_sent_at is not None else setting.enabled_at
         if digest_due(now, last, for_you_time(chat.digest_time), chat.timezone):
@@ -117,21 +120,11 @@ async def send_for_you(storage: Storage, ranker: Ranker, bot: Bot, now: float) -
     if not due:
         return 0
     picks = await ranker.suggestions([(chat.id, count) for chat, count in due], now)
-    sent = 0
-    for chat, _count in due:
-        await storage.rankings.mark_for_you_sent(chat.id, now)
-        suggestions = picks.get(chat.id)
-        if not suggestions:
-            continue
-        message = render_for_you([ForYouEntry(
-            s.paper, s.like.title if s.like else None, s.terms) for s in suggestions],
-            lang=chat.language)
-        try:
-            await bot.send_message(chat.id, message.text, reply_markup=message.reply_markup)
-            sent += 1
-        except TelegramError as exc:
-            log.warning("For-you message to chat %s failed: %s", chat.id, exc)
-    return sent
+    return await storage.for_you_outbox.enqueue([ForYouRound(
+        chat.id, local_time(now, chat.timezone, "%Y-%m-%d"),
+        tuple(ForYouPick(s.paper.arxiv_id, s.paper.version, s.like.title if s.like else None,
+                         s.terms) for s in picks.get(chat.id, ())))
+        for chat, _count in due], now)
 
 
 async def prune_job(services: Services, context: CallbackContext) -> None:
@@ -145,9 +138,11 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
     """Delivered alerts after 30 days, papers nobody saved or awaits after 90 days; then the
     planner statistics, and a VACUUM when pruning left a significant share of the file free."""
     expired = await storage.outbox.expire_held(now)
+    expired += await storage.for_you_outbox.expire_held(now)
     if expired:
-        log.info("%d alerts held for chats that blocked the bot expired", expired)
+        log.info("%d messages held for chats that blocked the bot expired", expired)
     alerts = await storage.outbox.prune(now - OUTBOX_RETENTION_DAYS * DAY)
+    await storage.for_you_outbox.prune(now - OUTBOX_RETENTION_DAYS * DAY)
     await storage.outbox.prune_threads(now - THREAD_RETENTION_DAYS * DAY)
     papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * DAY)
     await storage.guides.prune(now - PAPER_RETENTION_DAYS * DAY)

@@ -8,6 +8,7 @@ from bot.storage.sqlite.chats import ChatRepository
 from bot.storage.sqlite.community import CommunityRepository
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.feedback import FeedbackRepository
+from bot.storage.sqlite.foryou_outbox import ForYouOutboxRepository
 from bot.storage.sqlite.guides import GuideRepository
 from bot.storage.sqlite.heartbeats import HeartbeatRepository
 from bot.storage.sqlite.outbox import OutboxRepository
@@ -28,6 +29,7 @@ class Storage:
         self.subscriptions = SubscriptionRepository(db)
         self.papers = PaperRepository(db)
         self.outbox = OutboxRepository(db)
+        self.for_you_outbox = ForYouOutboxRepository(db)
         self.saved = SavedRepository(db)
         self.feedback = FeedbackRepository(db)
         self.rankings = RankingRepository(db)

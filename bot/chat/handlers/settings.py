@@ -9,6 +9,7 @@ from bot.chat.handlers.common import (
     may_change_settings,
     read_argument,
     reply,
+    topic_of,
 )
 from bot.core.i18n import SUPPORTED_LANGUAGES, t, tn
 from bot.core.models import DeliveryMode
@@ -163,7 +164,7 @@ async def for_you(update: Update, context: BotContext) -> None:
         return
     if not await may_change_settings(update, context):
         return
-    await context.store.rankings.set_for_you(chat_id, count, context.now())
+    await context.store.rankings.set_for_you(chat_id, count, context.now(), topic_of(update))
     if count is None:
         await reply(update, context, t(lang, "For you is off."))
         return

@@ -9,7 +9,7 @@ import aiosqlite
 from bot.core.constants import DAY
 from bot.core.models import Chat, DeliveryMode
 from bot.storage.sqlite.db import Database
-from bot.storage.sqlite.outbox import HELD_ALERT_DAYS
+from bot.storage.sqlite.outbox import DELIVERY_TABLES, HELD_ALERT_DAYS
 
 LAST_SEEN_RESOLUTION = 600.0  # seconds: `last_seen_at` is refreshed at most this often
 
@@ -72,10 +72,10 @@ class ChatRepository:
                 """,
                 (chat_id, chat_type, title, language, now, now),
             )
-            if reactivated:
+            for table in DELIVERY_TABLES if reactivated else ():
                 await conn.execute(
-                    "UPDATE outbox SET due_at = :now, status = CASE WHEN created_at >= :fresh "
-                    "THEN 'pending' ELSE 'expired' END WHERE chat_id = :chat AND status = 'held'",
+                    f"UPDATE {table} SET due_at = :now, status = CASE WHEN created_at >= :fresh "
+                    f"THEN 'pending' ELSE 'expired' END WHERE chat_id = :chat AND status = 'held'",
                     {"now": now, "fresh": now - HELD_ALERT_DAYS * DAY, "chat": chat_id},
                 )
             cursor = await conn.execute("SELECT * FROM chats WHERE id = ?", (chat_id,))
@@ -121,11 +121,12 @@ class ChatRepository:
                 "inactive_reason = ? WHERE id = ?",
                 (now, reason, chat_id),
             )
-            await conn.execute(
-                "UPDATE outbox SET status = 'held', last_error = ?, claimed_at = NULL "
-                "WHERE chat_id = ? AND status IN ('pending', 'sending')",
-                (reason[:500], chat_id),
-            )
+            for table in DELIVERY_TABLES:
+                await conn.execute(
+                    f"UPDATE {table} SET status = 'held', last_error = ?, claimed_at = NULL "
+                    f"WHERE chat_id = ? AND status IN ('pending', 'sending')",
+                    (reason[:500], chat_id),
+                )
 
     async def migrate_id(self, old_id: int, new_id: int) -> None:
         """A group became a supergroup: move the chat and everything it owns to the new id.
@@ -150,7 +151,7 @@ class ChatRepository:
                 """,
                 {"old": old_id, "new": new_id},
             )
-            for table in ("subscriptions", "saved", "outbox"):
+            for table in ("subscriptions", "saved", *DELIVERY_TABLES):
                 await conn.execute(
                     f"UPDATE OR IGNORE {table} SET chat_id = ? WHERE chat_id = ?",
                     (new_id, old_id),

@@ -478,6 +478,39 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
             WHERE message_id IS NOT NULL;
         """,
     ),
+    (
+        15,
+        "for you through an outbox: one queued message per chat and day, with its picks",
+        """
+        -- The forum topic For you goes to: where /foryou was sent (0: General, or no topics).
+        ALTER TABLE foryou ADD COLUMN topic_id INTEGER NOT NULL DEFAULT 0;
+
+        -- A day's For-you message, queued in the transaction that marks the day: the ranker's
+        -- picks of that round (JSON: arxiv_id, version and the reason of each), rendered when
+        -- it is sent, and delivered as alerts are (claimed, paced, retried, held).
+        CREATE TABLE foryou_outbox (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id     INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE
+                                                      ON UPDATE CASCADE,
+            topic_id    INTEGER NOT NULL DEFAULT 0,
+            day         TEXT NOT NULL,                   -- the chat's local date, YYYY-MM-DD
+            picks       TEXT NOT NULL,
+            status      TEXT NOT NULL DEFAULT 'pending'
+                        CHECK (status IN ('pending', 'sending', 'sent', 'failed', 'held',
+                                          'expired')),
+            created_at  REAL NOT NULL,
+            due_at      REAL NOT NULL,
+            attempts    INTEGER NOT NULL DEFAULT 0,
+            last_error  TEXT,
+            message_id  INTEGER,
+            sent_at     REAL,
+            claimed_at  REAL,
+            UNIQUE (chat_id, day)
+        );
+        CREATE INDEX foryou_outbox_due ON foryou_outbox(status, due_at);
+        CREATE INDEX foryou_outbox_created ON foryou_outbox(created_at);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

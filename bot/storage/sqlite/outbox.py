@@ -7,6 +7,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
+from typing import ClassVar
 
 import aiosqlite
 
@@ -17,6 +18,8 @@ from bot.storage.sqlite.db import Database, in_chunks
 # Alerts held for a chat that blocked the bot expire after this many days: it gets what is
 # newer when it comes back (a digest, capped), not months of old news.
 HELD_ALERT_DAYS = 14
+# The tables of messages queued for a chat: held, released and moved with it alike.
+DELIVERY_TABLES = ("outbox", "foryou_outbox")
 
 
 def _row(row: sqlite3.Row) -> OutboxRow:
@@ -50,11 +53,123 @@ def _outbox_rows(alerts: Sequence[Alert], now: float, revisions_due: float) -> l
     ), key=itemgetter(0))
 
 
-class OutboxRepository:
-    """Reads and writes the `outbox` table."""
+# A row Telegram accepted: (message_id, sent_at) are its parameters.
+_SENT = ("status = 'sent', message_id = ?, sent_at = ?, claimed_at = NULL, "
+         "attempts = attempts + 1, last_error = NULL")
+
+
+class DeliveryQueue:
+    """The delivery states of a table of queued messages (`outbox`'s alerts, `foryou_outbox`'s
+    For-you messages): pending, claimed (`sending`) just before the request, then sent, pending
+    again for a later retry, or failed; held while the chat blocks the bot."""
+
+    _table: ClassVar[str]
 
     def __init__(self, db: Database) -> None:
         self._db = db
+
+    async def due_chats(self, now: float) -> list[int]:
+        """Chats with pending rows due now that can receive them (active, not paused)."""
+        rows = await self._db.fetchall(
+            f"""
+            SELECT DISTINCT o.chat_id FROM {self._table} o JOIN chats c ON c.id = o.chat_id
+            WHERE o.status = 'pending' AND o.due_at <= ? AND c.inactive_since IS NULL
+              AND c.paused = 0
+            ORDER BY o.chat_id
+            """,
+            (now,),
+        )
+        return [r["chat_id"] for r in rows]
+
+    async def claim(self, row_ids: Sequence[int], now: float) -> bool:
+        """Mark pending rows `sending` just before their request; False (and nothing claimed)
+        if any of them is no longer pending (held meanwhile, or claimed by someone else)."""
+        async with self._db.transaction() as conn:
+            pending = 0
+            for chunk, marks in in_chunks(row_ids):
+                cursor = await conn.execute(
+                    f"SELECT COUNT(*) FROM {self._table} WHERE status = 'pending' "
+                    f"AND id IN ({marks})", chunk)
+                pending += (await cursor.fetchone())[0]
+            if pending != len(row_ids):
+                return False
+            for chunk, marks in in_chunks(row_ids):
+                await conn.execute(
+                    f"UPDATE {self._table} SET status = 'sending', claimed_at = ? "
+                    f"WHERE id IN ({marks})", (now, *chunk))
+        return True
+
+    async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
+                        alone: bool = False) -> None:
+        """Telegram accepted the message (`alone` matters only to alerts' threads)."""
+        await self._set_claimed(row_ids, _SENT, (message_id, now))
+
+    async def unclaim(self, row_ids: Sequence[int]) -> None:
+        """Telegram refused the request before taking it (a 429): the rows wait again."""
+        await self._set_claimed(row_ids, "status = 'pending', claimed_at = NULL",
+                                only_sending=True)
+
+    async def requeue_claimed(self) -> int:
+        """At start-up: rows claimed by a process that died are uncertain (Telegram may or may
+        not have taken them; it has no idempotency key to ask). Send them again."""
+        return await self._db.execute(
+            f"UPDATE {self._table} SET status = 'pending', claimed_at = NULL "
+            f"WHERE status = 'sending'"
+        )
+
+    async def retry_later(self, row_ids: Sequence[int], due_at: float, error: str,
+                          max_attempts: int) -> None:
+        """Try again at `due_at`; once `max_attempts` have failed, the rows fail for good."""
+        await self._set_claimed(
+            row_ids,
+            "status = CASE WHEN attempts + 1 >= ? THEN 'failed' ELSE 'pending' END, "
+            "due_at = ?, attempts = attempts + 1, last_error = ?, claimed_at = NULL",
+            (max_attempts, due_at, error[:500]), only_sending=True)
+
+    async def mark_failed(self, row_ids: Sequence[int], error: str) -> None:
+        await self._set_claimed(
+            row_ids, "status = 'failed', attempts = attempts + 1, last_error = ?, "
+                     "claimed_at = NULL", (error[:500],))
+
+    async def _set_claimed(self, row_ids: Sequence[int], assignments: str,
+                           params: Sequence[object] = (), *, only_sending: bool = False) -> None:
+        # A claimed row held meanwhile (the chat blocked the bot) stays held, unless Telegram
+        # accepted it after all (mark_sent) or it failed for good.
+        async with self._db.transaction() as conn:
+            await self._set_claimed_in(conn, row_ids, assignments, params,
+                                       only_sending=only_sending)
+
+    async def _set_claimed_in(self, conn: aiosqlite.Connection, row_ids: Sequence[int],
+                              assignments: str, params: Sequence[object] = (), *,
+                              only_sending: bool = False) -> None:
+        where = " AND status = 'sending'" if only_sending else ""
+        for chunk, marks in in_chunks(row_ids):
+            await conn.execute(
+                f"UPDATE {self._table} SET {assignments} WHERE id IN ({marks}){where}",
+                (*params, *chunk))
+
+    async def expire_held(self, now: float) -> int:
+        """Rows held longer than HELD_ALERT_DAYS expire (at the daily upkeep)."""
+        return await self._db.execute(
+            f"UPDATE {self._table} SET status = 'expired' WHERE status = 'held' "
+            f"AND created_at < ?",
+            (now - HELD_ALERT_DAYS * DAY,),
+        )
+
+    async def prune(self, before: float) -> int:
+        """Forget sent, failed and expired rows older than `before` (pending, sending and
+        held are kept)."""
+        return await self._db.execute(
+            f"DELETE FROM {self._table} WHERE status IN ('sent', 'failed', 'expired') "
+            f"AND created_at < ?",
+            (before,)
+        )
+
+
+class OutboxRepository(DeliveryQueue):
+    """Reads and writes the `outbox` table."""
+
+    _table = "outbox"
 
     @staticmethod
     async def enqueue_in(
@@ -102,19 +217,6 @@ class OutboxRepository:
         async with self._db.transaction() as conn:
             return await self.enqueue_in(conn, alerts, now)
 
-    async def due_chats(self, now: float) -> list[int]:
-        """Chats with pending alerts due now that can receive them (active, not paused)."""
-        rows = await self._db.fetchall(
-            """
-            SELECT DISTINCT o.chat_id FROM outbox o JOIN chats c ON c.id = o.chat_id
-            WHERE o.status = 'pending' AND o.due_at <= ? AND c.inactive_since IS NULL
-              AND c.paused = 0
-            ORDER BY o.chat_id
-            """,
-            (now,),
-        )
-        return [r["chat_id"] for r in rows]
-
     async def pending_for_chat(self, chat_id: int, now: float | None = None) -> list[OutboxRow]:
         """A chat's pending alerts (due by `now` when given), oldest first."""
         # `+status`: found through the chat's own rows, never by walking every pending row of
@@ -128,44 +230,12 @@ class OutboxRepository:
         rows = await self._db.fetchall(sql + " ORDER BY id", params)
         return [_row(r) for r in rows]
 
-    async def claim(self, row_ids: Sequence[int], now: float) -> bool:
-        """Mark pending rows `sending` just before their request; False (and nothing claimed)
-        if any of them is no longer pending (held meanwhile, or claimed by someone else)."""
-        async with self._db.transaction() as conn:
-            pending = 0
-            for chunk, marks in in_chunks(row_ids):
-                cursor = await conn.execute(
-                    f"SELECT COUNT(*) FROM outbox WHERE status = 'pending' AND id IN ({marks})",
-                    chunk)
-                pending += (await cursor.fetchone())[0]
-            if pending != len(row_ids):
-                return False
-            for chunk, marks in in_chunks(row_ids):
-                await conn.execute(
-                    f"UPDATE outbox SET status = 'sending', claimed_at = ? WHERE id IN ({marks})",
-                    (now, *chunk))
-        return True
-
-    async def unclaim(self, row_ids: Sequence[int]) -> None:
-        """Telegram refused the request before taking it (a 429): the rows wait again."""
-        await self._set_claimed(row_ids, "status = 'pending', claimed_at = NULL",
-                                only_sending=True)
-
-    async def requeue_claimed(self) -> int:
-        """At start-up: rows claimed by a process that died are uncertain (Telegram may or may
-        not have taken them; it has no idempotency key to ask). Send them again."""
-        return await self._db.execute(
-            "UPDATE outbox SET status = 'pending', claimed_at = NULL WHERE status = 'sending'"
-        )
-
     async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
                         alone: bool = False) -> None:
         """Telegram accepted the message. One alert sent `alone` (not in a digest) starts its
         paper's thread in the chat's topic, unless an earlier message did."""
         async with self._db.transaction() as conn:
-            await self._set_claimed_in(
-                conn, row_ids, "status = 'sent', message_id = ?, sent_at = ?, claimed_at = NULL, "
-                               "attempts = attempts + 1, last_error = NULL", (message_id, now))
+            await self._set_claimed_in(conn, row_ids, _SENT, (message_id, now))
             if alone and len(row_ids) == 1:
                 await conn.execute(
                     "INSERT OR IGNORE INTO alert_threads (chat_id, topic_id, arxiv_id, "
@@ -202,38 +272,6 @@ class OutboxRepository:
         """Forget where papers first went that were first sent before `before`."""
         return await self._db.execute("DELETE FROM alert_threads WHERE sent_at < ?", (before,))
 
-    async def retry_later(self, row_ids: Sequence[int], due_at: float, error: str,
-                          max_attempts: int) -> None:
-        """Try again at `due_at`; once `max_attempts` have failed, the rows fail for good."""
-        await self._set_claimed(
-            row_ids,
-            "status = CASE WHEN attempts + 1 >= ? THEN 'failed' ELSE 'pending' END, "
-            "due_at = ?, attempts = attempts + 1, last_error = ?, claimed_at = NULL",
-            (max_attempts, due_at, error[:500]), only_sending=True)
-
-    async def mark_failed(self, row_ids: Sequence[int], error: str) -> None:
-        await self._set_claimed(
-            row_ids, "status = 'failed', attempts = attempts + 1, last_error = ?, "
-                     "claimed_at = NULL", (error[:500],))
-
-    async def _set_claimed(self, row_ids: Sequence[int], assignments: str,
-                           params: Sequence[object] = (), *, only_sending: bool = False) -> None:
-        # A claimed row held meanwhile (the chat blocked the bot) stays held, unless Telegram
-        # accepted it after all (mark_sent) or it failed for good.
-        async with self._db.transaction() as conn:
-            await self._set_claimed_in(conn, row_ids, assignments, params,
-                                       only_sending=only_sending)
-
-    @staticmethod
-    async def _set_claimed_in(conn: aiosqlite.Connection, row_ids: Sequence[int],
-                              assignments: str, params: Sequence[object] = (), *,
-                              only_sending: bool = False) -> None:
-        where = " AND status = 'sending'" if only_sending else ""
-        for chunk, marks in in_chunks(row_ids):
-            await conn.execute(
-                f"UPDATE outbox SET {assignments} WHERE id IN ({marks}){where}",
-                (*params, *chunk))
-
     async def by_message(self, chat_id: int, message_id: int) -> OutboxRow | None:
         """The alert behind a message the bot sent (for re-rendering on a button press)."""
         row = await self._db.fetchone(
@@ -250,13 +288,6 @@ class OutboxRepository:
         )
         return [_row(r) for r in rows]
 
-    async def expire_held(self, now: float) -> int:
-        """Held alerts older than HELD_ALERT_DAYS expire (at the daily upkeep)."""
-        return await self._db.execute(
-            "UPDATE outbox SET status = 'expired' WHERE status = 'held' AND created_at < ?",
-            (now - HELD_ALERT_DAYS * DAY,),
-        )
-
     async def counts(self) -> dict[str, int]:
         rows = await self._db.fetchall("SELECT status, COUNT(*) AS n FROM outbox GROUP BY status")
         counts = {status.value: 0 for status in OutboxStatus}
@@ -272,11 +303,3 @@ class OutboxRepository:
         return int(await self._db.fetchval(
             "SELECT COUNT(*) FROM outbox WHERE chat_id = ? AND created_at >= ?", (chat_id, since)
         ))
-
-    async def prune(self, before: float) -> int:
-        """Forget sent, failed and expired alerts older than `before` (pending, sending and
-        held are kept)."""
-        return await self._db.execute(
-            "DELETE FROM outbox WHERE status IN ('sent', 'failed', 'expired') AND created_at < ?",
-            (before,)
-        )

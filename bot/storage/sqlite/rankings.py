@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from sqlite3 import Row
 
-from bot.core.models import Feedback, Paper
+from bot.core.models import GENERAL, Feedback, Paper
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.papers import paper_from_row
 
@@ -112,19 +112,19 @@ class RankingRepository:
             "SELECT chat_id, count, enabled_at, last_sent_at FROM foryou ORDER BY chat_id")
         return [ForYouSetting(*row) for row in rows]
 
-    async def set_for_you(self, chat_id: int, count: int | None, now: float) -> None:
-        """Turn For you on with `count` papers a day (keeping when it was last sent), or off."""
+    async def set_for_you(self, chat_id: int, count: int | None, now: float,
+                          topic_id: int = GENERAL) -> None:
+        """Turn For you on with `count` papers a day in forum topic `topic_id` (keeping when it
+        was last sent), or off. The day is marked sent as its message is queued
+        (`ForYouOutboxRepository.enqueue`)."""
         if count is None:
             await self._db.execute("DELETE FROM foryou WHERE chat_id = ?", (chat_id,))
             return
         await self._db.execute(
-            "INSERT INTO foryou (chat_id, count, enabled_at) VALUES (?, ?, ?) "
-            "ON CONFLICT (chat_id) DO UPDATE SET count = excluded.count",
-            (chat_id, count, now))
-
-    async def mark_for_you_sent(self, chat_id: int, now: float) -> None:
-        await self._db.execute(
-            "UPDATE foryou SET last_sent_at = ? WHERE chat_id = ?", (now, chat_id))
+            "INSERT INTO foryou (chat_id, count, enabled_at, topic_id) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (chat_id) DO UPDATE SET count = excluded.count, "
+            "topic_id = excluded.topic_id",
+            (chat_id, count, now, topic_id))
 
     async def unmatched_since(self, chat_id: int, since: float, limit: int) -> list[Paper]:
         """Papers announced since `since` that the chat never got an alert for, nor saved

@@ -66,6 +66,13 @@ class TopicRepository:
             await conn.execute(
                 f"DELETE FROM outbox WHERE chat_id = ? AND topic_id = ? "
                 f"AND status IN {_UNDELIVERED}", (chat_id, topic_id))
+            # For you, too: its waiting message now, and each day's after it.
+            await conn.execute(
+                f"UPDATE foryou_outbox SET topic_id = ? WHERE chat_id = ? AND topic_id = ? "
+                f"AND status IN {_UNDELIVERED}", (GENERAL, chat_id, topic_id))
+            await conn.execute(
+                "UPDATE foryou SET topic_id = ? WHERE chat_id = ? AND topic_id = ?",
+                (GENERAL, chat_id, topic_id))
             cursor = await conn.execute(
                 "SELECT name FROM topics WHERE chat_id = ? AND topic_id = ?", (chat_id, topic_id))
             row = await cursor.fetchone()
