@@ -76,8 +76,9 @@ async def poll_once_cli(settings: Settings, *, dry_run: bool) -> int:
     print(format_poll(result.report, result.chat_titles))
     if result.drained is not None:
         drained = result.drained
+        for_you = f", {drained.for_you} For-you message(s)" if drained.for_you else ""
         print(f"sent {drained.sent} alert(s), {drained.digests} digest(s), "
-              f"{drained.failed} failed, {drained.retried} to retry")
+              f"{drained.failed} failed, {drained.retried} to retry{for_you}")
     else:
         if result.previews:
             print(format_previews(result.previews))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import os
@@ -55,6 +56,29 @@ class RecordingSleep:
 
     async def __call__(self, seconds: float) -> None:
         self.delays.append(seconds)
+
+
+class InstantTime:
+    """A pacer's clock where sleeping only moves the clock (and is remembered): for one chat's
+    sends, one after another."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += max(seconds, 0.0)
+        await asyncio.sleep(0)
+
+
+@pytest.fixture
+def timedelta_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PTB gives a 429's retry_after as a timedelta (its coming default; the int warns)."""
+    monkeypatch.setenv("PTB_TIMEDELTA", "true")
 
 
 @dataclasses.dataclass

@@ -59,14 +59,30 @@ async def seed(database: Path) -> None:
         await storage.close()
 
 
-def start_bot(folder: Path, name: str) -> subprocess.Popen[str]:
-    """`python -m bot poll-once`, its output to files (a pipe nobody reads could fill up)."""
+def write_env(folder: Path, tg: FakeTelegram, arxiv: FakeArxivServer, database: Path,
+              window: int, *more: str) -> None:
+    """The bot's .env in `folder`: the fakes, the database, the send window, `more` lines."""
+    (folder / ".env").write_text(
+        f"TELEGRAM_BOT_TOKEN={tg.token}\n"
+        f"TELEGRAM_API_URL={tg.api_url}\n"
+        f"ARXIV_RSS_URL={arxiv.rss_url}\n"
+        f"ARXIV_API_URL={arxiv.api_url}\n"
+        f"DATABASE_PATH={database}\n"
+        "ARXIV_MIN_INTERVAL_SECONDS=0\n"
+        f"SEND_WINDOW={window}\n" + "".join(f"{line}\n" for line in more)
+    )
+
+
+def start_bot(folder: Path, name: str, *argv: str) -> subprocess.Popen[str]:
+    """`python -m bot poll-once` (or `python` with `argv`), its output to files (a pipe nobody
+    reads could fill up)."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TELEGRAM_", "ARXIV_", "DATABASE_", "LOG_", "SEND_"))}
+           if not k.startswith(("TELEGRAM_", "ARXIV_", "DATABASE_", "LOG_", "SEND_", "HF_",
+                                "LLM_"))}
     env["PYTHONPATH"] = str(ROOT)
     with (folder / f"{name}.out").open("w") as out, (folder / f"{name}.err").open("w") as err:
         return subprocess.Popen(
-            [sys.executable, "-m", "bot", "poll-once"], cwd=folder, env=env,
+            [sys.executable, *(argv or ("-m", "bot", "poll-once"))], cwd=folder, env=env,
             stdout=out, stderr=err, text=True,
         )
 
@@ -91,15 +107,7 @@ def crash_and_restart(folder: Path, arxiv: FakeArxivServer, rng: random.Random
     database = folder / "data" / "bot.sqlite3"
     with FakeTelegram(TOKEN) as tg:
         tg.set_round_trip("sendMessage", ROUND_TRIP)
-        (folder / ".env").write_text(
-            f"TELEGRAM_BOT_TOKEN={tg.token}\n"
-            f"TELEGRAM_API_URL={tg.api_url}\n"
-            f"ARXIV_RSS_URL={arxiv.rss_url}\n"
-            f"ARXIV_API_URL={arxiv.api_url}\n"
-            f"DATABASE_PATH={database}\n"
-            "ARXIV_MIN_INTERVAL_SECONDS=0\n"
-            f"SEND_WINDOW={WINDOW}\n"
-        )
+        write_env(folder, tg, arxiv, database, WINDOW)
         asyncio.run(seed(database))
         # A random moment while the alerts go out: after 1 to ALERTS - WINDOW - 1 have arrived.
         # Up to WINDOW requests are in flight at once, so a later kill point may come after the

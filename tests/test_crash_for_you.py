@@ -22,7 +22,6 @@ import random
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,8 +32,8 @@ from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
 from tests.fakes.telegram_server import FakeTelegram
 from tests.for_you_setup import FOR_YOU_COUNT, is_for_you, seed_for_you, suggested
+from tests.test_crash_delivery import start_bot, write_env
 
-ROOT = Path(__file__).resolve().parents[1]
 CHATS = int(os.environ.get("CRASH_FOR_YOU_CHATS", "40"))
 RUNS = int(os.environ.get("CRASH_FOR_YOU_RUNS", "2"))
 WINDOW = int(os.environ.get("CRASH_FOR_YOU_WINDOW", "10"))
@@ -47,22 +46,11 @@ ACTIVE = [c for c in CHAT_IDS if c != PAUSED]
 # `python -m bot`, with the For-you check every second instead of every 30 s.
 LAUNCH = (
     "import runpy\n"
-    "import bot.chat.application as application\n"
-    "assert hasattr(application, 'DIGEST_CHECK_INTERVAL'), 'the check interval moved'\n"
-    "application.DIGEST_CHECK_INTERVAL = 1.0\n"
+    "import bot.jobs.schedule as schedule\n"
+    "assert hasattr(schedule, 'DIGEST_CHECK_INTERVAL'), 'the check interval moved'\n"
+    "schedule.DIGEST_CHECK_INTERVAL = 1.0\n"
     "runpy.run_module('bot', run_name='__main__', alter_sys=True)\n"
 )
-
-
-def start_bot(folder: Path, name: str) -> subprocess.Popen[str]:
-    """The bot, its output to files (a pipe nobody reads could fill up)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TELEGRAM_", "ARXIV_", "DATABASE_", "LOG_", "SEND_", "HF_",
-                                "LLM_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    with (folder / f"{name}.out").open("w") as out, (folder / f"{name}.err").open("w") as err:
-        return subprocess.Popen([sys.executable, "-c", LAUNCH], cwd=folder, env=env,
-                                stdout=out, stderr=err, text=True)
 
 
 def stop(process: subprocess.Popen[str], sig: signal.Signals) -> None:
@@ -109,22 +97,13 @@ def crash_and_restart(folder: Path, arxiv: FakeArxivServer, rng: random.Random
     database = folder / "data" / "bot.sqlite3"
     with FakeTelegram(TOKEN) as tg:
         tg.set_round_trip("sendMessage", ROUND_TRIP)
-        (folder / ".env").write_text(
-            f"TELEGRAM_BOT_TOKEN={tg.token}\n"
-            f"TELEGRAM_API_URL={tg.api_url}\n"
-            f"ARXIV_RSS_URL={arxiv.rss_url}\n"
-            f"ARXIV_API_URL={arxiv.api_url}\n"
-            f"DATABASE_PATH={database}\n"
-            "ARXIV_MIN_INTERVAL_SECONDS=0\n"
-            "HF_PAPERS_URL=off\n"
-            f"SEND_WINDOW={WINDOW}\n"
-        )
+        write_env(folder, tg, arxiv, database, WINDOW, "HF_PAPERS_URL=off")
         asyncio.run(seed_database(database))
         tg.fail_next("sendMessage", 502, chat_id=FAILING)
         # After 1 to (what the first process can deliver) - WINDOW - 1 messages: with up to
         # WINDOW in flight, a later kill could land after the round's last send.
         kill_after = rng.randint(1, len(ACTIVE) - 1 - WINDOW - 1)
-        first = start_bot(folder, "first")
+        first = start_bot(folder, "first", "-c", LAUNCH)
         try:
             tg.wait_for_sync(lambda: sum(for_you_counts(tg).values()) >= kill_after,
                              timeout=90, what=f"{kill_after} For-you messages to arrive")
@@ -137,7 +116,7 @@ def crash_and_restart(folder: Path, arxiv: FakeArxivServer, rng: random.Random
         assert before_restart < len(ACTIVE) - 1, "the kill came before the round was over"
         assert uncertain <= WINDOW, f"{uncertain} rows claimed, more than the window"
 
-        second = start_bot(folder, "second")
+        second = start_bot(folder, "second", "-c", LAUNCH)
         try:
             tg.wait_for_sync(lambda: all(for_you_counts(tg)[c] for c in ACTIVE), timeout=90,
                              what="every active chat's For-you message")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.models import Alert
+from bot.core.models import Alert, ForYouPick, ForYouRound
 from bot.jobs.routine import prune
 from bot.storage import Storage
 from bot.storage.sqlite.db import Database
@@ -91,6 +91,51 @@ async def test_migrations_run_from_every_earlier_schema_version(
             assert await db.fetchval("SELECT COUNT(*) FROM chats") == 1, "data survives"
     finally:
         await db.close()
+
+
+async def test_a_for_you_setting_from_before_its_outbox_queues_to_general(
+        tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    db = await Database.open(path, migrate=False)
+    await db.migrate(target=14)
+    await db.execute("INSERT INTO chats (id, created_at, last_seen_at) VALUES (1, 0, 0)")
+    await db.execute("INSERT INTO foryou (chat_id, count, enabled_at) VALUES (1, 5, 0)")
+    await db.close()
+
+    store = await Storage.open(path)
+    try:
+        round_ = ForYouRound(1, "2026-12-01", (ForYouPick("2611.10001", 1, None, ("graph",)),))
+        assert await store.for_you_outbox.enqueue([round_], 100.0) == 1
+        [row] = await store.for_you_outbox.pending_for_chat(1)
+        assert (row.topic_id, row.picks) == (0, round_.picks)
+        [setting] = await store.rankings.for_you_chats()
+        assert (setting.count, setting.last_sent_at) == (5, 100.0), "the day marked with it"
+    finally:
+        await store.close()
+
+
+async def test_prune_forgets_old_for_you_messages_and_expires_held_ones(tmp_path: Path) -> None:
+    store = await Storage.open(tmp_path / "bot.sqlite3")
+    try:
+        start = 1_790_000_000.0
+        for chat_id in (1, 2):
+            await store.chats.record(chat_id, "private", "Ada", "en", start)
+            await store.rankings.set_for_you(chat_id, 5, start)
+        picks = (ForYouPick("2611.10001", 1),)
+        await store.for_you_outbox.enqueue(
+            [ForYouRound(1, "2026-11-20", picks), ForYouRound(2, "2026-11-20", picks)], start)
+        [sent] = await store.for_you_outbox.pending_for_chat(1)
+        await store.for_you_outbox.mark_sent([sent.id], 10, start)
+        await store.chats.mark_inactive(2, "Forbidden: bot was blocked by the user", start)
+
+        await prune(store, start + 15 * DAY)
+        assert [r.status for r in await store.for_you_outbox.of_chat(2)] == ["expired"]
+        assert len(await store.for_you_outbox.of_chat(1)) == 1, "kept for 30 days"
+        await prune(store, start + 31 * DAY)
+        assert await store.for_you_outbox.of_chat(1) == []
+        assert await store.for_you_outbox.of_chat(2) == []
+    finally:
+        await store.close()
 
 
 def test_migration_numbers_are_consecutive_from_one() -> None:

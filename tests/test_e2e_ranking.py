@@ -5,19 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tests.conftest import Harness, make_paper
+from tests.for_you_setup import TOPICS
 
 CHAT = 7301
 DAY1 = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
 DAY2 = DAY1 + timedelta(days=1)
 
-TOPICS = {
-    "graph": ("Graph neural networks for {x}",
-              "We train message passing graph neural networks on {x} graphs; node embeddings "
-              "and graph pooling improve link prediction and node classification."),
-    "quantum": ("Quantum error correction with {x}",
-                "We study surface codes and logical qubits; a {x} decoder lowers the logical "
-                "error rate of fault-tolerant quantum computation."),
-}
 SUBJECTS = ("molecules", "citations", "traffic", "proteins", "social networks")
 FIRST_NUMBER = {"graph": 200, "quantum": 100}  # the second day's papers, by topic
 

@@ -3,15 +3,13 @@ held for a chat that blocked the bot, kept for a paused one, sent in its forum t
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from bot.core.models import Alert, AlertKind
 from bot.delivery.pacing import PRIVATE_CHAT_INTERVAL, Pacer
 from bot.delivery.sender import RETRY_BACKOFF_BASE, Sender
 from bot.jobs.routine import queue_for_you
-from tests.conftest import Harness
+from tests.conftest import Harness, InstantTime
 from tests.fakes.telegram_server import DEFAULT_GROUP_USER_ID, SentMessage
 from tests.for_you_setup import (
     DAY,
@@ -25,6 +23,7 @@ from tests.for_you_setup import (
 CHAT = 7401
 OTHER = 7402
 FORUM = -1001500000007
+pytestmark = pytest.mark.usefixtures("timedelta_retry_after")
 
 
 def for_you_in(harness: Harness, chat_id: int) -> list[SentMessage]:
@@ -34,27 +33,6 @@ def for_you_in(harness: Harness, chat_id: int) -> list[SentMessage]:
 async def queue(harness: Harness) -> int:
     services = harness.services
     return await queue_for_you(services.storage, services.ranker, harness.clock.now())
-
-
-class InstantTime:
-    """Sleeping only moves the clock (the pacer's), and says how long it slept."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += max(seconds, 0.0)
-        await asyncio.sleep(0)
-
-
-@pytest.fixture(autouse=True)
-def _timedelta_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PTB_TIMEDELTA", "true")
 
 
 async def test_a_round_queues_one_message_per_chat_and_day_and_the_drain_sends_it(

@@ -23,9 +23,10 @@ from bot.delivery.sender import (
     RETRY_BACKOFF_MAX,
     Sender,
 )
-from tests.conftest import Harness, make_paper
+from tests.conftest import Harness, InstantTime, make_paper
 
 DAY1 = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
+pytestmark = pytest.mark.usefixtures("timedelta_retry_after")
 
 
 # ------------------------------------------------------------------------------ virtual time
@@ -259,27 +260,6 @@ async def test_a_429_on_a_chats_first_message_pauses_everything() -> None:
 
 
 # ------------------------------------------------------------------------------ the sender
-
-
-class InstantTime:
-    """Sleeping only moves the clock: for one chat's sends, one after another."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += max(seconds, 0.0)
-        await asyncio.sleep(0)
-
-
-@pytest.fixture(autouse=True)
-def _timedelta_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PTB_TIMEDELTA", "true")
 
 
 async def queue_one_alert(harness: Harness, chat_id: int = 7001) -> None:

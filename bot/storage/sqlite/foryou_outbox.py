@@ -25,10 +25,11 @@ def _row(row: sqlite3.Row) -> ForYouRow:
         created_at=row["created_at"], topic_id=row["topic_id"], message_id=row["message_id"])
 
 
-class ForYouOutboxRepository(DeliveryQueue):
+class ForYouOutboxRepository(DeliveryQueue[ForYouRow]):
     """Reads and writes the `foryou_outbox` table (and marks the day in `foryou`)."""
 
     _table = "foryou_outbox"
+    _decode = staticmethod(_row)
 
     async def enqueue(self, rounds: Sequence[ForYouRound], now: float) -> int:
         """Queue each round's message and mark its chat's day sent, in one transaction: a crash
@@ -65,16 +66,6 @@ class ForYouOutboxRepository(DeliveryQueue):
                     "AND day != ? AND status IN ('pending', 'held')",
                     (round_.chat_id, round_.day))
         return queued
-
-    async def pending_for_chat(self, chat_id: int, now: float | None = None) -> list[ForYouRow]:
-        """A chat's waiting For-you messages (due by `now` when given), oldest first."""
-        sql = "SELECT * FROM foryou_outbox WHERE chat_id = ? AND status = 'pending'"
-        params: list[object] = [chat_id]
-        if now is not None:
-            sql += " AND due_at <= ?"
-            params.append(now)
-        rows = await self._db.fetchall(sql + " ORDER BY id", params)
-        return [_row(r) for r in rows]
 
     async def of_chat(self, chat_id: int) -> list[ForYouRow]:
         """Every For-you message of a chat still stored, oldest first."""

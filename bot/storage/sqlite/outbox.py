@@ -7,7 +7,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 import aiosqlite
 
@@ -53,12 +53,14 @@ def _outbox_rows(alerts: Sequence[Alert], now: float, revisions_due: float) -> l
     ), key=itemgetter(0))
 
 
+Row = TypeVar("Row")  # what a queue's table row decodes to
+
 # A row Telegram accepted: (message_id, sent_at) are its parameters.
 _SENT = ("status = 'sent', message_id = ?, sent_at = ?, claimed_at = NULL, "
          "attempts = attempts + 1, last_error = NULL")
 
 
-class DeliveryQueue:
+class DeliveryQueue(Generic[Row]):
     """The delivery states of a table of queued messages (`outbox`'s alerts, `foryou_outbox`'s
     For-you messages): pending, claimed (`sending`) just before the request, then sent, pending
     again for a later retry, or failed; held while the chat blocks the bot."""
@@ -67,6 +69,23 @@ class DeliveryQueue:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+
+    @staticmethod
+    def _decode(row: sqlite3.Row) -> Row:
+        raise NotImplementedError
+
+    async def pending_for_chat(self, chat_id: int, now: float | None = None) -> list[Row]:
+        """A chat's pending rows (due by `now` when given), oldest first."""
+        # `+status`: found through the chat's own rows, never by walking every pending row of
+        # every chat (outbox_due): after a big poll that is half a million, 70 ms for each
+        # chat's /resume and each chat of a drain, instead of 3 ms.
+        sql = f"SELECT * FROM {self._table} WHERE chat_id = ? AND +status = 'pending'"
+        params: list[object] = [chat_id]
+        if now is not None:
+            sql += " AND due_at <= ?"
+            params.append(now)
+        rows = await self._db.fetchall(sql + " ORDER BY id", params)
+        return [self._decode(r) for r in rows]
 
     async def due_chats(self, now: float) -> list[int]:
         """Chats with pending rows due now that can receive them (active, not paused)."""
@@ -166,10 +185,11 @@ class DeliveryQueue:
         )
 
 
-class OutboxRepository(DeliveryQueue):
+class OutboxRepository(DeliveryQueue[OutboxRow]):
     """Reads and writes the `outbox` table."""
 
     _table = "outbox"
+    _decode = staticmethod(_row)
 
     @staticmethod
     async def enqueue_in(
@@ -216,19 +236,6 @@ class OutboxRepository(DeliveryQueue):
     async def enqueue(self, alerts: Sequence[Alert], now: float) -> int:
         async with self._db.transaction() as conn:
             return await self.enqueue_in(conn, alerts, now)
-
-    async def pending_for_chat(self, chat_id: int, now: float | None = None) -> list[OutboxRow]:
-        """A chat's pending alerts (due by `now` when given), oldest first."""
-        # `+status`: found through the chat's own rows, never by walking every pending row of
-        # every chat (outbox_due): after a big poll that is half a million, 70 ms for each
-        # chat's /resume and each chat of a drain, instead of 3 ms.
-        sql = "SELECT * FROM outbox WHERE chat_id = ? AND +status = 'pending'"
-        params: list[object] = [chat_id]
-        if now is not None:
-            sql += " AND due_at <= ?"
-            params.append(now)
-        rows = await self._db.fetchall(sql + " ORDER BY id", params)
-        return [_row(r) for r in rows]
 
     async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
                         alone: bool = False) -> None:
