@@ -8,11 +8,11 @@ alerted to. Its For-you time (09:00 UTC) has passed since, so a round now picks 
 
 from __future__ import annotations
 
+from bot.core.constants import DAY
 from bot.core.models import Paper
 from bot.storage import Storage
 from tests.conftest import make_paper
 
-DAY = 86_400
 FOR_YOU_COUNT = 3
 FOR_YOU_HEADER = "✨ For you · "  # not "✨ For you is on", the reply to /foryou
 
