@@ -76,7 +76,6 @@ from bot.core.clock import ManualClock
 from bot.core.models import AnnounceType, ArxivId, Paper
 from bot.delivery.pacing import Pacer
 from bot.delivery.sender import Sender
-from bot.jobs.routine import prune, send_due_digests
 from bot.query.matcher import PaperFeatures, evaluate, evaluate_features
 from bot.query.parser import (
     And,
@@ -90,7 +89,9 @@ from bot.query.parser import (
     parse,
 )
 from bot.query.service import SubscriptionService
+from bot.services.daily import send_due_digests
 from bot.services.ingest import Pipeline
+from bot.services.upkeep import prune
 from bot.storage import Storage
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import listing_page, rss_feed

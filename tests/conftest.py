@@ -21,9 +21,9 @@ from bot.config import Settings, load_settings
 from bot.core.clock import Clock, ManualClock
 from bot.core.models import AnnounceType, Paper
 from bot.delivery.pacing import Pacer
-from bot.jobs.routine import queue_for_you, send_due_digests
 from bot.services.budget import UNLIMITED, BudgetPolicy
 from bot.services.container import Services
+from bot.services.daily import queue_for_you, send_due_digests
 from bot.services.ingest import Pipeline, PollReport
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.core.models import Alert, ForYouPick, ForYouRound
-from bot.jobs.routine import prune
+from bot.services.upkeep import prune
 from bot.storage import Storage
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
@@ -250,13 +250,13 @@ async def test_pruning_that_frees_a_large_share_vacuums_and_logs_it(
         papers = [make_paper(n, abstract=long_abstract) for n in range(1, 301)]
         await store.papers.upsert_many(papers, start)
         size = await store.db.size_bytes()
-        with caplog.at_level("INFO", logger="bot.jobs.routine"):
+        with caplog.at_level("INFO", logger="bot.services.upkeep"):
             assert await prune(store, start + 91 * DAY) == (0, 300)
         assert await store.db.size_bytes() < size / 2, "the file shrank"
         freed = [r.getMessage() for r in caplog.records if "vacuum freed" in r.getMessage()]
         assert len(freed) == 1 and "MB" in freed[0]
         caplog.clear()
-        with caplog.at_level("INFO", logger="bot.jobs.routine"):
+        with caplog.at_level("INFO", logger="bot.services.upkeep"):
             await prune(store, start + 92 * DAY)
         assert not [r for r in caplog.records if "vacuum" in r.getMessage()], \
             "nothing freed, no vacuum"

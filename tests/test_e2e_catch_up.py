@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.delivery.compose import DIGEST_MAX_ENTRIES
-from bot.jobs.routine import prune
+from bot.services.upkeep import prune
 from bot.storage.sqlite.outbox import HELD_ALERT_DAYS
 from tests.conftest import Harness, make_paper
 

@@ -9,7 +9,7 @@ from bot.core.constants import DAY
 from bot.core.models import Alert, AlertKind
 from bot.delivery.pacing import PRIVATE_CHAT_INTERVAL, Pacer
 from bot.delivery.sender import RETRY_BACKOFF_BASE, Sender
-from bot.jobs.routine import queue_for_you
+from bot.services.daily import queue_for_you
 from tests.conftest import Harness, InstantTime
 from tests.fakes.telegram_server import DEFAULT_GROUP_USER_ID, SentMessage
 from tests.for_you_setup import (

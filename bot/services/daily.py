@@ -1,0 +1,51 @@
+"""The daily messages: each digest-mode chat's digest and each chat's For-you message, at the
+chat's own local time."""
+
+from __future__ import annotations
+
+from bot.core.models import ForYouPick, ForYouRound
+from bot.delivery.schedule import digest_due, for_you_time, local_time
+from bot.delivery.sender import Sender
+from bot.ranking.service import Ranker
+from bot.storage import Storage
+
+
+async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
+    """Send every digest that is due at `now`; returns how many chats received one.
+
+    A chat with nothing waiting at its hour gets no message (an empty digest is noise), and
+    its next digest counts from now.
+    """
+    sent = 0
+    for chat in await storage.chats.in_digest_mode():
+        if chat.digest_time is None or chat.paused:
+            continue
+        last = chat.last_digest_at if chat.last_digest_at is not None else now
+        if digest_due(now, last, chat.digest_time, chat.timezone):
+            report = await sender.send_daily_digest(chat.id)
+            await storage.chats.mark_digest_sent(chat.id, now)
+            sent += report.digests > 0
+    return sent
+
+
+async def queue_for_you(storage: Storage, ranker: Ranker, now: float) -> int:
+    """Queue every For-you message due at `now` (the sender delivers them like alerts); returns
+    how many were queued. A chat whose papers all score below the threshold gets nothing that
+    day. A paused chat's message waits for /resume. A chat that blocked the bot gets no round,
+    as it gets no alerts, until it writes again (a message it blocked is held until then)."""
+    due = []
+    for setting in await storage.rankings.for_you_chats():
+        chat = await storage.chats.get(setting.chat_id)
+        if chat is None or not chat.active:
+            continue
+        last = setting.last_sent_at if setting.last_sent_at is not None else setting.enabled_at
+        if digest_due(now, last, for_you_time(chat.digest_time), chat.timezone):
+            due.append((chat, setting.count))
+    if not due:
+        return 0
+    picks = await ranker.suggestions([(chat.id, count) for chat, count in due], now)
+    return await storage.for_you_outbox.enqueue([ForYouRound(
+        chat.id, local_time(now, chat.timezone, "%Y-%m-%d"),
+        tuple(ForYouPick(s.paper.arxiv_id, s.paper.version, s.like.title if s.like else None,
+                         s.terms) for s in picks.get(chat.id, ())))
+        for chat, _count in due], now)
