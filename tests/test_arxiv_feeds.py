@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 
 from bot.arxiv.errors import ApiError, ArxivError, FeedError
 from bot.arxiv.feeds import ApiResult, RssFeed, parse_api, parse_rss
+from bot.arxiv.listing import parse_listing
 from bot.core.authors import detex_name, split_authors
 from bot.core.models import AnnounceType, Paper
-from tests.fakes.feedgen import api_feed, rss_feed, synth_papers
+from tests.conftest import make_paper
+from tests.fakes.feedgen import api_feed, listing_page, rss_feed, synth_papers
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RSS_EXCERPT = "rss-new-format-2024-11-28-all-archives.EXCERPT-29-of-1504-items.xml"
@@ -349,3 +351,37 @@ def test_any_bytes_parse_or_raise_an_arxiv_error(body: bytes) -> None:
         assert isinstance(parse_rss(body), RssFeed)
     with contextlib.suppress(ArxivError):
         assert isinstance(parse_api(body), ApiResult)
+
+
+# --- invisible characters -----------------------------------------------------------------------
+
+# Direction overrides, isolates, zero-width characters and non-characters, as a hostile submitter
+# could type them (U+FFFE and U+FFFF are not even allowed in XML; U+FDD0 and U+10FFFF are).
+HOSTILE = make_paper(
+    9, title="Safe \u202eexe.txt\u202c \u2066title\u2069\u200b of \u200dpapers\ufeff",
+    authors=("\u200fMallory\u200e Evil", "\u2060\u200b", "Bob \u061cSmith\ufdd0"),
+    abstract="An \u202aabstract\u202c with \U0010ffffhidden\U0001fffe text.",
+    comment="12 pages\u200c, \u2067code\u2069", journal_ref="\u202dJ. Spoof\u202c 1 (2026)")
+CLEAN = ("Safe exe.txt title of papers", ("Mallory Evil", "Bob Smith"),
+         "An abstract with hidden text.", "12 pages, code", "J. Spoof 1 (2026)")
+
+
+def _fields(paper: Paper) -> tuple[object, ...]:
+    return paper.title, paper.authors, paper.abstract, paper.comment, paper.journal_ref
+
+
+def test_an_announced_papers_text_loses_direction_and_invisible_characters() -> None:
+    [paper] = parse_rss(rss_feed([HOSTILE])).papers
+    assert _fields(paper)[:3] == CLEAN[:3]
+    assert paper.journal_ref == CLEAN[4]
+
+
+def test_a_looked_up_papers_text_loses_direction_and_invisible_characters() -> None:
+    [paper] = parse_api(api_feed([HOSTILE])).papers
+    assert _fields(paper) == CLEAN
+
+
+def test_a_listed_papers_text_loses_direction_and_invisible_characters() -> None:
+    [entry] = parse_listing(listing_page([HOSTILE], announced_on=date(2026, 11, 30))).entries
+    paper = entry.paper(1)
+    assert _fields(paper)[:4] == CLEAN[:4]

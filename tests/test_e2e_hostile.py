@@ -381,3 +381,35 @@ async def test_generated_input_never_breaks_a_command(
         errors = [r for r in caplog.records if r.name == "bot.chat.handlers.basic"]
         assert not errors, f"{sent[:80]!r} reached the error handler"
     assert "/follow" in (await harness.ask(CHAT, "/start")).text
+
+
+# Direction overrides, isolates, zero-width characters and non-characters in a feed's title,
+# authors and abstract: a title that would display "Safe exe.txt" reversed, or hide words.
+INVISIBLE = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+                      "\u200b\u200c\u200d\u2060\ufeff\ufdd0\ufdef\U0010ffff\U0001fffe")
+
+
+async def test_a_hostile_title_reaches_the_alert_and_the_database_clean(harness: Harness) -> None:
+    await harness.ask(CHAT, "/follow cs.LG")
+    hostile = make_paper(
+        41, title="Safe \u202eexe.txt\u202c \u2066title\u2069\u200b of \u200dpapers\ufeff",
+        authors=("\u200fMallory\u200e Evil", "Bob \u061cSmith\ufdd0"),
+        abstract="An \u202aabstract\u202c with \U0010ffffhidden\U0001fffe text. " * 20)
+    harness.serve_feed([hostile])
+    await harness.poll()
+
+    [alert] = [m for m in harness.tg.messages(CHAT) if "arXiv:2611.10041" in m.text]
+    assert "Safe exe.txt title of papers" in alert.text
+    assert "Mallory Evil, Bob Smith" in alert.text
+    assert not INVISIBLE & set(alert.sent_text), "the alert carries no invisible character"
+    expand = next(b for b in alert.buttons if "Full abstract" in b["text"])
+    await harness.press(CHAT, alert.message_id, expand["callback_data"])
+    expanded = harness.tg.message(CHAT, alert.message_id)
+    assert "An abstract with hidden text." in expanded.text
+    assert not INVISIBLE & set(expanded.sent_text)
+
+    stored = await harness.services.storage.papers.get("2611.10041")
+    assert stored is not None
+    assert stored.title == "Safe exe.txt title of papers"
+    assert stored.authors == ("Mallory Evil", "Bob Smith")
+    assert not INVISIBLE & set(stored.abstract)

@@ -34,6 +34,12 @@ def test_the_fields_the_bot_keeps_are_read_from_the_real_shape() -> None:
     assert (pick.github_stars, pick.project_page) == (1234, "https://example.org/router")
 
 
+def test_a_picks_title_loses_direction_and_invisible_characters() -> None:
+    entry = daily_entry(make_paper(1, title="Sparse \u202esretuor\u202c\u200b routers\ufffe"))
+    [pick] = parse_daily_papers(json.dumps([entry]).encode(), DAY)
+    assert pick.title == "Sparse sretuor routers"
+
+
 def test_odd_entries_are_skipped_and_odd_values_ignored() -> None:
     good = daily_entry(PAPER, upvotes=5, day=DAY)
     good["paper"]["githubRepo"] = "javascript:alert(1)"

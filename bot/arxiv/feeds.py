@@ -13,7 +13,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ import feedparser
 from bot.arxiv.errors import ApiError, FeedError
 from bot.core.authors import clean_author, clean_space, split_authors
 from bot.core.models import AnnounceType, ArxivId, Paper
+from bot.core.text import visible
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +136,24 @@ def _feedparse(body: bytes) -> Any:
 def _papers(entries: Sequence[Mapping[str, Any]],
             convert: Callable[[Mapping[str, Any]], Paper | None]) -> tuple[list[Paper], int]:
     """The entries that make a Paper, and how many did not (no usable id or version)."""
-    papers = [paper for paper in map(convert, entries) if paper is not None]
+    papers = [readable(paper) for paper in map(convert, entries) if paper is not None]
     return papers, len(entries) - len(papers)
+
+
+def readable(paper: Paper) -> Paper:
+    """The paper without the invisible characters that could make its text display spoofed.
+
+    Every paper arXiv's feeds, API and listing pages yield passes through here, so what is stored
+    and sent is clean; an author left with no visible name is dropped.
+    """
+    return replace(
+        paper,
+        title=visible(paper.title),
+        authors=tuple(name for name in map(visible, paper.authors) if name),
+        abstract=visible(paper.abstract),
+        comment=visible(paper.comment or "") or None,
+        journal_ref=visible(paper.journal_ref or "") or None,
+    )
 
 
 def _rss_paper(entry: Mapping[str, Any]) -> Paper | None:

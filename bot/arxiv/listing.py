@@ -17,6 +17,7 @@ from datetime import date, datetime
 from html.parser import HTMLParser
 
 from bot.arxiv.errors import ListingError
+from bot.arxiv.feeds import readable
 from bot.core.models import AnnounceType, ArxivId, Paper
 
 _DATE_HEADING = re.compile(r"showing new listings for \w+,?\s+(\d{1,2} \w+ \d{4})", re.I)
@@ -48,9 +49,9 @@ class ListingEntry:
 
     def paper(self, version: int) -> Paper:
         """This entry as a feed would announce it, at `version`."""
-        return Paper(self.arxiv_id, version, self.title, self.authors, self.abstract,
-                     self.categories, comment=self.comment, journal_ref=self.journal_ref,
-                     announce_type=self.kind)
+        return readable(Paper(self.arxiv_id, version, self.title, self.authors, self.abstract,
+                              self.categories, comment=self.comment,
+                              journal_ref=self.journal_ref, announce_type=self.kind))
 
 
 @dataclass(frozen=True, slots=True)

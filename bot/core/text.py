@@ -1,12 +1,36 @@
 """Small text helpers with one home: HTML escaping for Telegram, the length Telegram counts,
-and short durations."""
+short durations, and the invisible characters a paper's text may not carry."""
 
 from __future__ import annotations
 
 import html
+import re
 
 from bot.core.constants import DAY
 from bot.core.i18n import t
+
+# Characters that change how text around them reads without showing themselves, so a title or an
+# author could display spoofed text: bidirectional marks, embeddings, overrides and isolates (and
+# the deprecated shaping switches), zero-width spaces, joiners and invisible operators, the byte
+# order mark, and the non-characters (U+FDD0-FDEF and the last two code points of every plane).
+# Letters of every script are untouched; a ZWJ inside an emoji sequence goes too, which in a
+# paper's title is rare and harmless.
+_INVISIBLE = re.compile(
+    "[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufdd0-\ufdef"
+    + "".join(f"{chr(plane << 16 | 0xFFFE)}{chr(plane << 16 | 0xFFFF)}" for plane in range(17))
+    + "]")
+_SPACES = re.compile(r"\s+")
+
+
+def visible(text: str) -> str:
+    """`text` without direction controls, zero-width characters and non-characters.
+
+    Where one was removed the spaces close up (`a`, a space, a zero-width space, a space and `b`
+    read `a b`); text without any comes back unchanged.
+    """
+    if _INVISIBLE.search(text) is None:
+        return text
+    return _SPACES.sub(" ", _INVISIBLE.sub("", text)).strip()
 
 
 def escape(text: str) -> str:

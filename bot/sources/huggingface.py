@@ -21,6 +21,7 @@ from bot.arxiv.errors import ArxivError
 from bot.core.clock import Clock
 from bot.core.http import RetryPolicy, SleepFn, Transient, polite_client, refusal, with_retries
 from bot.core.models import ArxivId, CommunityPick, Paper, SourceOutcome
+from bot.core.text import visible
 from bot.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ def parse_daily_papers(body: bytes, listed_on: str) -> list[CommunityPick]:
             arxiv_id=arxiv_id.base,
             listed_on=(_day(entry.get("submittedOnDailyAt"))
                        or _day(paper.get("submittedOnDailyAt")) or listed_on),
-            title=" ".join(title.split())[:500] if isinstance(title, str) else "",
+            title=visible(" ".join(title.split()))[:500] if isinstance(title, str) else "",
             upvotes=_count(paper.get("upvotes", entry.get("upvotes"))),
             comments=_count(entry.get("numComments", paper.get("numComments"))),
             github_repo=_url(paper.get("githubRepo"), github=True),
