@@ -11,7 +11,7 @@ from pathlib import Path
 from bot import __version__
 from bot.config import ConfigError, Settings, configure_logging, load_settings
 from bot.core.redaction import install as install_redaction
-from bot.storage.sqlite.db import DatabaseError
+from bot.storage.errors import DatabaseError
 from bot.storage.sqlite.lock import DatabaseLock, DatabaseLocked
 
 log = logging.getLogger("bot")
@@ -39,25 +39,39 @@ def _parser() -> argparse.ArgumentParser:
     )
     backup.add_argument("path", type=Path, help="where to write the copy")
     commands.add_parser(
-        "health", help="exit 0 if the last arXiv poll and Telegram call are recent; one line"
+        "health", help="exit 0 if the last arXiv poll and Telegram call are recent and the "
+        "database's last integrity check passed; one line"
     )
     return parser
 
 
 async def _check_database(path: Path) -> None:
-    from bot.storage.sqlite.db import Database
+    """Refuse a database the bot cannot use: damaged, or not writable; it is checked whole
+    (SQLite's quick_check), as a damaged page deep in the file is met only when read."""
+    from bot.core.clock import SystemClock
+    from bot.services.health import check_integrity
+    from bot.storage import Storage
+    from bot.storage.sqlite.db import START_BUSY_TIMEOUT, Database
 
     # Without migrating: its log lines belong to the start proper (post_init).
-    await (await Database.open(path, migrate=False)).close()
+    db = await Database.open(path, migrate=False, busy_timeout=START_BUSY_TIMEOUT)
+    try:
+        await db.check_writable()
+        await check_integrity(Storage(db), SystemClock().now())
+    finally:
+        await db.close()
 
 
 def _run(settings: Settings) -> int:
+    # Database trouble (a damaged file, a schema newer than this code) is reported before
+    # Telegram is tried (and before the second it takes to import the bot); a database
+    # damaged during the run ends it with the same line.
+    asyncio.run(_check_database(settings.database_path))
+
     from telegram.error import InvalidToken
 
     from bot.runtime import build_bot, run
 
-    # Database trouble (a schema newer than this code) is reported before Telegram is tried.
-    asyncio.run(_check_database(settings.database_path))
     try:
         return run(build_bot(settings), settings)
     except InvalidToken:
@@ -86,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
             lock = DatabaseLock(settings.database_path).acquire()
         except DatabaseLocked as exc:
             print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:  # e.g. DATABASE_PATH inside a file, or a read-only folder
+            print(f"database error: cannot lock the database {str(settings.database_path)!r} "
+                  f"({exc.strerror}): check DATABASE_PATH", file=sys.stderr)
             return 2
     try:
         return _dispatch(args, settings)

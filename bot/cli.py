@@ -95,7 +95,8 @@ async def backup_cli(settings: Settings, path: Path) -> int:
 
 
 async def health_cli(settings: Settings) -> int:
-    """`python -m bot health`: one line; exit 0 only if arXiv and Telegram beats are recent."""
+    """`python -m bot health`: one line; exit 0 only if arXiv and Telegram beats are recent
+    and the database's last integrity check (if any yet) passed."""
     health = await operations.health(settings)
     print(health.line())
     return 0 if health.ok else 1

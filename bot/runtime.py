@@ -12,7 +12,7 @@ import threading
 from urllib.parse import urlsplit
 
 from telegram.error import InvalidToken, NetworkError, RetryAfter, TelegramError
-from telegram.ext import Application
+from telegram.ext import Application, ApplicationHandlerStop, CallbackContext
 
 from bot import __version__
 from bot.chat.application import build_application
@@ -23,6 +23,7 @@ from bot.delivery.sender import flood_wait_seconds
 from bot.jobs.schedule import schedule_jobs
 from bot.services.budget import BudgetPolicy
 from bot.services.container import Services
+from bot.storage.errors import DatabaseDamaged
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,8 @@ async def connect(application: Application, stop: asyncio.Event) -> bool:
 
 
 class Stopper:
-    """Turns SIGTERM/SIGINT into a stop that ends within STOP_DEADLINE seconds.
+    """Turns SIGTERM/SIGINT, or a damaged database, into a stop that ends within STOP_DEADLINE
+    seconds.
 
     Updates stop coming first; handlers and jobs in progress get STOP_GRACE seconds and are
     then cancelled. A cancelled send leaves its outbox row pending (a row is marked sent only
@@ -94,17 +96,39 @@ class Stopper:
     def __init__(self, application: Application) -> None:
         self._application = application
         self.requested = asyncio.Event()
+        self.damaged: DatabaseDamaged | None = None
         self._task: asyncio.Task[None] | None = None
 
     def install(self, loop: asyncio.AbstractEventLoop) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request, sig)
+        self.watch_errors()
+
+    def watch_errors(self) -> None:
+        """Become the first error handler, so that no other logs a traceback for a damaged
+        database (PTB calls them in the order they were added)."""
+        others = dict(self._application.error_handlers)
+        self._application.error_handlers.clear()
+        self._application.add_error_handler(self.on_error)
+        self._application.error_handlers.update(others)
+
+    async def on_error(self, update: object, context: CallbackContext) -> None:
+        """A damaged database, met by a handler or a job, stops the bot: every later update
+        and job would fail the same way, and writing on could damage it further."""
+        if isinstance(context.error, DatabaseDamaged):
+            if self.damaged is None:
+                self.damaged = context.error
+            self._begin("the database is damaged")
+            raise ApplicationHandlerStop
 
     def request(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        self._begin(signal.Signals(sig).name)
+
+    def _begin(self, reason: str) -> None:
         if self.requested.is_set():
             return
         self.requested.set()
-        log.info("stopping (%s)", signal.Signals(sig).name)
+        log.info("stopping (%s)", reason)
         _start_deadline()
         if not self._application.running:
             # Still starting up: PTB checks this mark after post_init; the task below covers
@@ -156,7 +180,11 @@ def _start_deadline() -> None:
 
 
 def run(application: Application, settings: Settings) -> int:
-    """Connect, then long-poll or serve the webhook until a stop signal; the exit code."""
+    """Connect, then long-poll or serve the webhook until a stop signal; the exit code.
+
+    A database found damaged during the run raises its `DatabaseDamaged` once the bot has
+    stopped: the start-up refusal's line and exit code, not a traceback per update.
+    """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     stopper = Stopper(application)
@@ -181,6 +209,8 @@ def run(application: Application, settings: Settings) -> int:
         else:
             application.run_polling(allowed_updates=ALLOWED_UPDATES, bootstrap_retries=-1,
                                     stop_signals=None, close_loop=False)
+        if stopper.damaged is not None:
+            raise stopper.damaged
         return 0
     finally:
         loop.run_until_complete(stopper.finish())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -11,20 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.models import Beat
+from bot.core.models import Beat, IntegrityCheck
 from bot.jobs.poll import poll_job
-from bot.jobs.routine import telegram_heartbeat_job
+from bot.jobs.routine import prune_job, telegram_heartbeat_job
 from bot.storage import Storage
+from bot.storage.errors import DatabaseDamaged
 from tests.conftest import Harness, make_paper
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-async def write_beats(database: Path, beats: dict[Beat, float]) -> None:
+async def write_beats(database: Path, beats: dict[Beat, float],
+                      integrity: IntegrityCheck | None = None) -> None:
     storage = await Storage.open(database)
     try:
         for beat, at in beats.items():
             await storage.heartbeats.beat(beat, at)
+        if integrity is not None:
+            await storage.heartbeats.record_check(integrity)
     finally:
         await storage.close()
 
@@ -135,3 +140,74 @@ async def test_status_shows_telegram_stale_when_its_calls_stop_succeeding(
     harness.tg.fail_next("getMe", 502)
     await telegram_heartbeat_job(harness.services, context)  # getMe fails: nothing new to store
     assert (await harness.services.storage.heartbeats.all())[Beat.TELEGRAM] == stored
+
+
+PROBLEM = "On tree page 72 cell 4: Offset 0 out of range 967..4092"
+
+
+@pytest.mark.parametrize(("problem", "code", "start", "end"), [
+    (None, 0, "healthy: last successful arXiv poll", "; integrity ok 3 h ago"),
+    (PROBLEM, 1, f"unhealthy: integrity FAILED 3 h ago: {PROBLEM}; fine: last successful "
+                 "arXiv poll", "(limit 10 min)"),
+])
+def test_health_reports_the_last_integrity_check(
+        tmp_path: Path, problem: str | None, code: int, start: str, end: str) -> None:
+    database = tmp_path / "data" / "bot.sqlite3"
+    now = time.time()
+    asyncio.run(write_beats(database, {Beat.TELEGRAM: now - 30, Beat.ARXIV_POLL: now - 300},
+                            IntegrityCheck(now - 3 * 3600 - 10, problem)))
+    result = health(tmp_path, database)
+    assert result.returncode == code, result
+    line = result.stdout.strip()
+    assert line.startswith(start) and line.endswith(end), line
+
+
+def test_health_before_the_first_integrity_check_says_so_and_passes(tmp_path: Path) -> None:
+    database = tmp_path / "data" / "bot.sqlite3"
+    now = time.time()
+    asyncio.run(write_beats(database, {Beat.TELEGRAM: now - 30, Beat.ARXIV_POLL: now - 300}))
+    result = health(tmp_path, database)
+    assert result.returncode == 0, result
+    assert result.stdout.strip().endswith("; integrity not checked yet")
+
+
+def damage_cell_counts(database: Path, table: str) -> None:
+    """Claim more cells than a few leaf pages of `table` hold: the pages stay readable, and only
+    a check of every page (or a read of those rows) finds the damage."""
+    db = sqlite3.connect(database, isolation_level=None)
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the pages' latest copy in the file
+        leaves = [row[0] for row in db.execute(
+            "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,))]
+    finally:
+        db.close()
+    assert len(leaves) > 20
+    with database.open("r+b") as file:
+        for page in leaves[10:12]:
+            file.seek((page - 1) * 4096 + 3)  # a leaf page's header: its number of cells
+            file.write((5).to_bytes(2, "big"))
+
+
+async def test_the_daily_upkeep_checks_every_page_and_health_fails_on_damage(
+        harness: Harness, tmp_path: Path) -> None:
+    database = harness.settings.database_path
+    context = harness.app.context_types.context(harness.app)
+    await prune_job(harness.services, context)
+    check = await harness.services.storage.heartbeats.last_check()
+    assert check == IntegrityCheck(harness.clock.now()), "a sound database, checked"
+
+    long_abstract = "Sparse attention at scale. " * 110  # one paper a page
+    harness.serve_feed([make_paper(n, abstract=long_abstract) for n in range(1, 60)])
+    await harness.poll()
+    damage_cell_counts(database, "papers")
+    harness.clock.advance(86400)
+    with pytest.raises(DatabaseDamaged) as raised:
+        await prune_job(harness.services, context)
+    assert "out of range" in raised.value.reason
+    check = await harness.services.storage.heartbeats.last_check()
+    assert check == IntegrityCheck(harness.clock.now(), raised.value.reason)
+
+    result = health(tmp_path, database)
+    assert result.returncode == 1, result
+    assert "integrity FAILED" in result.stdout and "out of range" in result.stdout
+    assert len(result.stdout.strip().splitlines()) == 1

@@ -420,3 +420,15 @@ class Beat(StrEnum):
 
     ARXIV_POLL = "arxiv_poll"  # a poll in which every feed was fetched and stored
     TELEGRAM = "telegram"  # Telegram answered a Bot API call
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityCheck:
+    """The database's last quick_check: when, and the problem it found (None: sound)."""
+
+    at: float
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None

@@ -37,6 +37,7 @@ from bot.delivery.compose import (
 from bot.delivery.pacing import OVERALL_PER_SECOND, Pacer
 from bot.delivery.render import render_topic_fallback, topic_label
 from bot.storage import Storage
+from bot.storage.errors import DatabaseDamaged
 
 if TYPE_CHECKING:
     from bot.storage.sqlite.outbox import DeliveryQueue
@@ -212,6 +213,8 @@ class Sender:
                     chat_id = queue.get_nowait()
                     try:
                         await self._deliver_chat(chat_id, report, digest_mode_run=False)
+                    except DatabaseDamaged:
+                        raise  # every chat's: the bot stops (bot/runtime.py)
                     except Exception as exc:  # one chat's trouble must not stop the others
                         log.exception("delivery to chat %s failed", chat_id)
                         report.errors.append(f"{chat_id}: {exc}")

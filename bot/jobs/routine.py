@@ -15,7 +15,7 @@ from telegram.ext import CallbackContext
 from bot.core.models import Beat
 from bot.services import daily, upkeep
 from bot.services.container import Services
-from bot.services.health import TELEGRAM_HEARTBEAT_INTERVAL
+from bot.services.health import TELEGRAM_HEARTBEAT_INTERVAL, check_integrity
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +76,10 @@ async def for_you_job(services: Services, context: CallbackContext) -> None:
 
 
 async def prune_job(services: Services, context: CallbackContext) -> None:
-    """Daily upkeep: forget old delivered alerts and old papers nobody keeps; let the garbage
+    """Daily upkeep: check every page of the database (a damaged one stops the bot, see
+    bot/runtime.py), forget old delivered alerts and old papers nobody keeps; let the garbage
     collector see a large index once (it frees what polls' freezes kept from it)."""
+    await check_integrity(services.storage, services.clock.now())
     await upkeep.prune(services.storage, services.clock.now())
     services.subscriptions.refreeze()
 

@@ -5,11 +5,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import time
 from dataclasses import dataclass
 
 from bot.config import Settings
-from bot.core.models import Beat
+from bot.core.models import Beat, IntegrityCheck
 from bot.core.text import duration
+from bot.storage import Storage
+from bot.storage.errors import DatabaseDamaged, DatabaseError
+
+log = logging.getLogger(__name__)
 
 TELEGRAM_HEARTBEAT_INTERVAL = 60.0  # the bot asks Telegram getMe this often, if nothing else
 
@@ -35,21 +42,37 @@ class Health:
     arxiv: BeatAge
     telegram: BeatAge
     now: float
+    integrity: IntegrityCheck | None = None  # None: the database was never checked yet
 
     @property
     def ok(self) -> bool:
-        return not (self.arxiv.stale(self.now) or self.telegram.stale(self.now))
+        return not (self.arxiv.stale(self.now) or self.telegram.stale(self.now)
+                    or self._integrity_failed)
+
+    @property
+    def _integrity_failed(self) -> bool:
+        return self.integrity is not None and not self.integrity.ok
 
     def line(self) -> str:
-        """One line for the operator: what is stale, with ages and limits."""
-        parts = [self._describe(self.arxiv, "arXiv poll"),
-                 self._describe(self.telegram, "Telegram call")]
-        stale = [p for p, f in zip(parts, (self.arxiv, self.telegram), strict=True)
-                 if f.stale(self.now)]
-        fresh = [p for p in parts if p not in stale]
-        if not stale:
-            return "healthy: " + "; ".join(fresh)
-        return "stale: " + "; ".join(stale) + ("; fine: " + "; ".join(fresh) if fresh else "")
+        """One line for the operator: what is stale or failed, with ages and limits."""
+        beats = [(self._describe(self.arxiv, "arXiv poll"), self.arxiv.stale(self.now)),
+                 (self._describe(self.telegram, "Telegram call"), self.telegram.stale(self.now))]
+        parts = [*beats, (self._describe_integrity(), self._integrity_failed)]
+        bad = [text for text, failing in parts if failing]
+        fine = [text for text, failing in parts if not failing]
+        if not bad:
+            return "healthy: " + "; ".join(fine)
+        head = "stale: " if any(stale for _, stale in beats) else "unhealthy: "
+        return head + "; ".join(bad) + ("; fine: " + "; ".join(fine) if fine else "")
+
+    def _describe_integrity(self) -> str:
+        check = self.integrity
+        if check is None:
+            return "integrity not checked yet"
+        ago = duration("en", max(0.0, self.now - check.at))
+        if check.ok:
+            return f"integrity ok {ago} ago"
+        return f"integrity FAILED {ago} ago: {check.problem}"
 
     def _describe(self, beat: BeatAge, what: str) -> str:
         age = beat.age(self.now)
@@ -59,11 +82,34 @@ class Health:
         return f"last successful {what} {duration('en', age)} ago (limit {limit})"
 
 
-def assess(beats: dict[Beat, float], settings: Settings, now: float) -> Health:
+def assess(beats: dict[Beat, float], settings: Settings, now: float,
+           integrity: IntegrityCheck | None = None) -> Health:
     return Health(
         arxiv=BeatAge(Beat.ARXIV_POLL, beats.get(Beat.ARXIV_POLL),
                         settings.health_max_arxiv_age_seconds),
         telegram=BeatAge(Beat.TELEGRAM, beats.get(Beat.TELEGRAM),
                            settings.health_max_telegram_age_seconds),
         now=now,
+        integrity=integrity,
     )
+
+
+async def check_integrity(storage: Storage, now: float) -> IntegrityCheck:
+    """SQLite's quick_check of the whole database, recorded for `health`, so that a failing
+    disk is noticed while the bot runs rather than at its next start.
+
+    A damaged database raises `DatabaseDamaged` once the failure is recorded (where the file
+    still takes that write): the bot stops rather than keep writing into it.
+    """
+    started = time.monotonic()
+    try:
+        await storage.db.quick_check()
+    except DatabaseDamaged as exc:
+        with contextlib.suppress(DatabaseError):
+            await storage.heartbeats.record_check(IntegrityCheck(now, exc.reason))
+        raise
+    check = IntegrityCheck(now)
+    await storage.heartbeats.record_check(check)
+    log.info("database integrity ok (quick_check in %.1f s)", time.monotonic() - started)
+    return check
+

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,12 +79,13 @@ async def backup(settings: Settings, path: Path) -> None:
 
 
 async def health(settings: Settings) -> Health:
-    """The heartbeats as stored, against their limits."""
+    """The heartbeats and the last integrity check as stored, against their limits (a
+    database the bot has not migrated yet reads as nothing recorded)."""
     db = await Database.open(settings.database_path, create=False, migrate=False)
     try:
-        beats = await HeartbeatRepository(db).all()
-    except sqlite3.OperationalError:  # a database the (new) bot has not migrated yet
-        beats = {}
+        heartbeats = HeartbeatRepository(db)
+        beats = await heartbeats.all()
+        integrity = await heartbeats.last_check()
     finally:
         await db.close()
-    return assess(beats, settings, SystemClock().now())
+    return assess(beats, settings, SystemClock().now(), integrity)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import shlex
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
+from bot.storage.errors import DatabaseDamaged, DatabaseError
 from bot.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS, DataMigration
 
 log = logging.getLogger(__name__)
@@ -29,10 +32,58 @@ def in_chunks(values: Iterable[T]) -> Iterator[tuple[list[T], str]]:
 
 
 VACUUM_MIN_FREE_SHARE = 0.2  # VACUUM after pruning once a fifth of the file is free pages
+BUSY_TIMEOUT = 5.0  # seconds a statement waits for another connection's lock
+# The start-up check waits less for another program's lock, so that a database held by one
+# ends the start within 5 s.
+START_BUSY_TIMEOUT = 2.0
+QUICK_CHECK_PROBLEMS = 3  # of SQLite's list of damaged pages, the first few are enough to tell
 
 
-class DatabaseError(Exception):
-    """A database the bot must not use; the message is the one line shown to the operator."""
+def damaged(path: Path, reason: str) -> DatabaseDamaged:
+    """The operator's line for a damaged file: what happened and the two ways back."""
+    recovered = path.with_name(f"{path.stem}-recovered{path.suffix}")
+    return DatabaseDamaged(
+        f"the database {str(path)!r} is damaged ({reason}): restore a backup made with "
+        f"`python -m bot backup`, or recover what is readable with `sqlite3 "
+        f"{shlex.quote(str(path))} .recover | sqlite3 {shlex.quote(str(recovered))}` and "
+        "point DATABASE_PATH at the result", reason)
+
+
+def engine_error(path: Path, exc: sqlite3.Error) -> DatabaseError:
+    """SQLite's error as the storage error the rest of the bot knows, in the operator's words."""
+    reason = str(exc) or type(exc).__name__
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = None if code is None else code & 0xFF  # extended codes share the primary's byte
+    where = repr(str(path))
+    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return damaged(path, reason)
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return DatabaseError(f"the database {where} is locked by another program ({reason}): "
+                             "close whatever holds it open for writing (an sqlite3 shell, a "
+                             "copy or sync tool)")
+    if primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM):
+        return DatabaseError(f"the database {where} cannot be written ({reason}): check the "
+                             "permissions of the file and its folder, and that the disk is "
+                             "mounted read-write")
+    if primary == sqlite3.SQLITE_FULL:
+        return DatabaseError(f"the disk holding the database {where} is full ({reason}): "
+                             "free some space")
+    if primary == sqlite3.SQLITE_CANTOPEN:
+        return DatabaseError(f"the database {where} cannot be opened ({reason}): check "
+                             "DATABASE_PATH and the permissions of its folder")
+    if primary == sqlite3.SQLITE_IOERR:
+        return DatabaseError(f"reading or writing the database {where} failed ({reason}): "
+                             "check the disk and the permissions of the file and its folder")
+    return DatabaseError(f"the database {where}: {reason}")
+
+
+@contextmanager
+def engine_errors(path: Path) -> Iterator[None]:
+    """Raise SQLite's errors inside the block as storage errors (the cause stays chained)."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise engine_error(path, exc) from exc
 
 
 class Database:
@@ -53,44 +104,92 @@ class Database:
         self._lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: Path | str, *, migrate: bool = True,
-                   create: bool = True) -> Database:
+    async def open(cls, path: Path | str, *, migrate: bool = True, create: bool = True,
+                   busy_timeout: float = BUSY_TIMEOUT) -> Database:
         """Open (creating folder and file if needed), enable WAL and foreign keys, migrate.
 
         With `create=False` a missing file is an error (a mistyped path must not be
         "backed up" as an empty database). A schema newer than this code is always refused.
+        Whatever goes wrong raises `DatabaseError` and leaves no connection (nor its thread,
+        which would keep the process alive) open. `busy_timeout`: seconds a statement waits
+        for another connection's lock.
         """
         path = Path(path)
+        memory = str(path) == ":memory:"
+        if path.is_dir():
+            raise DatabaseError(f"{str(path)!r} is a folder, not a database file "
+                                "(check DATABASE_PATH)")
         if not create and not path.is_file():
             raise DatabaseError(f"no database at {str(path)!r} (check DATABASE_PATH)")
-        if str(path) != ":memory:":
-            path.parent.mkdir(parents=True, exist_ok=True)
-        conn = await aiosqlite.connect(path, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA foreign_keys=ON")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        await conn.execute("PRAGMA busy_timeout=5000")
+        if not memory:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseError(f"cannot create the folder of the database {str(path)!r} "
+                                    f"({exc.strerror}): check DATABASE_PATH") from exc
+        with engine_errors(path):
+            conn = await aiosqlite.connect(path, isolation_level=None, timeout=busy_timeout)
         db = cls(conn, path)
         try:
-            version = await db.schema_version()
-            if version > LATEST_VERSION:
-                raise DatabaseError(
-                    f"the database {str(path)!r} has schema version {version}, newer than "
-                    f"this version of the bot knows ({LATEST_VERSION}); upgrade the bot or "
-                    "restore a backup")
-            if migrate:
-                await db.migrate()
+            with engine_errors(path):
+                conn.row_factory = sqlite3.Row
+                await conn.execute("PRAGMA journal_mode=WAL")
+                await conn.execute("PRAGMA foreign_keys=ON")
+                await conn.execute("PRAGMA synchronous=NORMAL")
+                await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+                version = await db.schema_version()
+                if version > LATEST_VERSION:
+                    raise DatabaseError(
+                        f"the database {str(path)!r} has schema version {version}, newer than "
+                        f"this version of the bot knows ({LATEST_VERSION}); upgrade the bot or "
+                        "restore a backup")
+                if migrate:
+                    await db.migrate()
+                if not memory:
+                    reader = await aiosqlite.connect(f"{path.resolve().as_uri()}?mode=ro",
+                                                     uri=True, timeout=busy_timeout)
+                    db._reader = reader
+                    reader.row_factory = sqlite3.Row
+                    await reader.execute("PRAGMA foreign_keys=ON")
+                    await reader.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         except BaseException:
-            await conn.close()
+            with contextlib.suppress(sqlite3.Error, ValueError):
+                await db.close()
             raise
-        if str(path) != ":memory:":
-            reader = await aiosqlite.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-            reader.row_factory = sqlite3.Row
-            await reader.execute("PRAGMA foreign_keys=ON")
-            await reader.execute("PRAGMA busy_timeout=5000")
-            db._reader = reader
         return db
+
+    async def check_writable(self) -> None:
+        """Part of the start-up check: raises `DatabaseError` unless the bot can take the write
+        lock (a read-only file or disk, another program holding it past the busy timeout)."""
+        async with self._lock:
+            with engine_errors(self.path):
+                await self._conn.execute("BEGIN IMMEDIATE")
+                await self._conn.execute("ROLLBACK")
+
+    async def quick_check(self) -> None:
+        """SQLite's `PRAGMA quick_check` of every page; raises `DatabaseDamaged` with the first
+        problems it lists, on one line (or the error of a page too damaged to read).
+
+        Reads the whole file (about a second for 500 MB from the page cache) on a connection
+        of its own: the reader and the writer stay free for the bot's work meanwhile.
+        """
+        sql = f"PRAGMA quick_check({QUICK_CHECK_PROBLEMS})"
+        if self._reader is None:  # in memory: there is only the one connection
+            rows = await self.fetchall(sql)
+        else:
+            with engine_errors(self.path):
+                async with aiosqlite.connect(f"{self.path.resolve().as_uri()}?mode=ro",
+                                             uri=True) as conn:
+                    rows = list(await conn.execute_fetchall(sql))
+        problems = [line for row in rows for line in str(row[0]).splitlines()
+                    if line and not line.startswith("*** in database")]
+        if problems != ["ok"]:
+            raise damaged(self.path, "; ".join(problems))
+
+    async def has_table(self, name: str) -> bool:
+        """Whether the schema has this table (a database not yet migrated may lack it)."""
+        return await self.fetchval(
+            "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", (name,)) is not None
 
     async def close(self) -> None:
         if self._reader is not None:
@@ -99,12 +198,13 @@ class Database:
 
     @asynccontextmanager
     async def _read(self, sql: str, params: Sequence[Any]) -> AsyncIterator[aiosqlite.Cursor]:
-        if self._reader is not None:
-            async with self._reader.execute(sql, params) as cursor:
+        with engine_errors(self.path):
+            if self._reader is not None:
+                async with self._reader.execute(sql, params) as cursor:
+                    yield cursor
+                return
+            async with self._lock, self._conn.execute(sql, params) as cursor:
                 yield cursor
-            return
-        async with self._lock, self._conn.execute(sql, params) as cursor:
-            yield cursor
 
     async def schema_version(self) -> int:
         await self._conn.execute(
@@ -151,14 +251,18 @@ class Database:
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """A write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error)."""
         async with self._lock:
-            await self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                await self._conn.execute("ROLLBACK")
-                raise
-            else:
-                await self._conn.execute("COMMIT")
+            with engine_errors(self.path):
+                await self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    # SQLite itself ends the transaction on some errors (a full disk, a damaged
+                    # page): a ROLLBACK then would replace the error with its own.
+                    if self._conn.in_transaction:
+                        await self._conn.execute("ROLLBACK")
+                    raise
+                else:
+                    await self._conn.execute("COMMIT")
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one write statement in its own transaction; returns the rows it changed."""
@@ -183,17 +287,20 @@ class Database:
     async def backup(self, target: Path) -> None:
         """Write a consistent copy of the live database to `target` (SQLite's online backup)."""
         target.parent.mkdir(parents=True, exist_ok=True)
-        dest = await aiosqlite.connect(target)
+        with engine_errors(target):
+            dest = await aiosqlite.connect(target)
         try:
             async with self._lock:
-                await self._conn.backup(dest)
+                with engine_errors(self.path):
+                    await self._conn.backup(dest)
         finally:
             await dest.close()
 
     async def optimize(self) -> None:
         """SQLite's own upkeep of query-planner statistics (cheap; run now and then)."""
         async with self._lock:
-            await self._conn.execute("PRAGMA optimize")
+            with engine_errors(self.path):
+                await self._conn.execute("PRAGMA optimize")
 
     async def vacuum_if_worth(self, min_share: float = VACUUM_MIN_FREE_SHARE
                               ) -> tuple[int, int] | None:
@@ -202,15 +309,16 @@ class Database:
         Returns (bytes before, bytes after), or None when it was not worth it.
         """
         async with self._lock:
-            pages = await self._pragma("page_count")
-            free = await self._pragma("freelist_count")
-            if not pages or free / pages < min_share:
-                return None
-            before = pages * await self._pragma("page_size")
-            await self._conn.execute("VACUUM")
-            # In WAL mode the rewritten pages sit in the log until a checkpoint.
-            await self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            after = await self._pragma("page_count") * await self._pragma("page_size")
+            with engine_errors(self.path):
+                pages = await self._pragma("page_count")
+                free = await self._pragma("freelist_count")
+                if not pages or free / pages < min_share:
+                    return None
+                before = pages * await self._pragma("page_size")
+                await self._conn.execute("VACUUM")
+                # In WAL mode the rewritten pages sit in the log until a checkpoint.
+                await self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                after = await self._pragma("page_count") * await self._pragma("page_size")
         return before, after
 
     async def _pragma(self, name: str) -> int:

@@ -511,6 +511,17 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         CREATE INDEX foryou_outbox_created ON foryou_outbox(created_at);
         """,
     ),
+    (
+        16,
+        "integrity checks: the last quick_check of the upkeep (or the start), for health",
+        """
+        CREATE TABLE integrity_checks (
+            name     TEXT PRIMARY KEY,                    -- 'quick_check'
+            at       REAL NOT NULL,
+            problem  TEXT                                 -- NULL: every page sound
+        );
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,17 @@
+"""What storage raises instead of its engine's errors: callers never see sqlite3's (or later
+a PostgreSQL driver's) exceptions, only these, with a message written for the operator."""
+
+from __future__ import annotations
+
+
+class DatabaseError(Exception):
+    """A database the bot cannot use; the message is the one line shown to the operator."""
+
+
+class DatabaseDamaged(DatabaseError):
+    """The file is not a database, or its pages are damaged: no retry helps, only a backup or a
+    recovery, so the bot stops rather than keep writing into it."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason  # the engine's own words, e.g. "database disk image is malformed"
