@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from telegram.error import TelegramError
@@ -79,7 +80,9 @@ async def prune_job(services: Services, context: CallbackContext) -> None:
     """Daily upkeep: check every page of the database (a damaged one stops the bot, see
     bot/runtime.py), forget old delivered alerts and old papers nobody keeps; let the garbage
     collector see a large index once (it frees what polls' freezes kept from it)."""
+    started = time.monotonic()
     await check_integrity(services.storage, services.clock.now())
+    log.info("database integrity ok (quick_check in %.1f s)", time.monotonic() - started)
     await upkeep.prune(services.storage, services.clock.now())
     services.subscriptions.refreeze()
 

@@ -1,13 +1,12 @@
-"""Is the bot alive? The last successful arXiv poll and Telegram call, against their limits.
+"""Is the bot alive? The last successful arXiv poll and Telegram call against their limits, and
+the database's last integrity check.
 
-`python -m bot health` (for a service manager's health check) and /status show the same facts.
+`python -m bot health` (for a service manager's health check) and /status show the beats.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
-import time
 from dataclasses import dataclass
 
 from bot.config import Settings
@@ -15,8 +14,6 @@ from bot.core.models import Beat, IntegrityCheck
 from bot.core.text import duration
 from bot.storage import Storage
 from bot.storage.errors import DatabaseDamaged, DatabaseError
-
-log = logging.getLogger(__name__)
 
 TELEGRAM_HEARTBEAT_INTERVAL = 60.0  # the bot asks Telegram getMe this often, if nothing else
 
@@ -101,7 +98,6 @@ async def check_integrity(storage: Storage, now: float) -> IntegrityCheck:
     A damaged database raises `DatabaseDamaged` once the failure is recorded (where the file
     still takes that write): the bot stops rather than keep writing into it.
     """
-    started = time.monotonic()
     try:
         await storage.db.quick_check()
     except DatabaseDamaged as exc:
@@ -110,6 +106,5 @@ async def check_integrity(storage: Storage, now: float) -> IntegrityCheck:
         raise
     check = IntegrityCheck(now)
     await storage.heartbeats.record_check(check)
-    log.info("database integrity ok (quick_check in %.1f s)", time.monotonic() - started)
     return check
 
