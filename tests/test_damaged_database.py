@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from bot import runtime
-from bot.chat.application import build_application
 from bot.storage import Storage
 from bot.storage.errors import DatabaseDamaged, DatabaseError
 from tests.conftest import Harness, make_paper, make_settings
@@ -181,7 +180,7 @@ async def test_a_job_that_meets_a_damaged_database_stops_the_run_and_nothing_log
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(runtime, "_start_deadline", lambda: None)  # its os._exit would end pytest
     # Not started: the stop then waits for a start that never comes, and touches no event loop.
-    application = build_application(make_settings(tmp_path, fake_telegram, fake_arxiv))
+    application = runtime.build_bot(make_settings(tmp_path, fake_telegram, fake_arxiv))
     stopper = runtime.Stopper(application)
     stopper.watch_errors()
     damaged = DatabaseDamaged("the database 'x' is damaged", "database disk image is malformed")
