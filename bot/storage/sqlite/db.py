@@ -35,7 +35,7 @@ VACUUM_MIN_FREE_SHARE = 0.2  # VACUUM after pruning once a fifth of the file is 
 BUSY_TIMEOUT = 5.0  # seconds a statement waits for another connection's lock
 # The start-up check waits less for another program's lock, so that a database held by one
 # ends the start within 5 s.
-START_BUSY_TIMEOUT = 2.0
+START_BUSY_TIMEOUT = 1.0
 QUICK_CHECK_PROBLEMS = 3  # of SQLite's list of damaged pages, the first few are enough to tell
 
 
