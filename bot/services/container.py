@@ -30,6 +30,7 @@ from bot.query.service import SubscriptionService
 from bot.ranking.service import Ranker
 from bot.services.budget import BudgetPolicy, CommandBudget
 from bot.services.ingest import Pipeline
+from bot.services.overview import Overview
 from bot.sources.huggingface import CommunityPicks
 from bot.storage import Storage
 
@@ -91,6 +92,7 @@ class Services:
     progress: ProgressPolicy
     features: Features
     run: RunState
+    overview: Overview
     guides: GuideService | None = None  # when features.guides
     community: CommunityPicks | None = None  # when features.trending
 
@@ -146,10 +148,12 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
                         on_topic_gone=subscriptions.topic_gone,
                         guides=features.guides, relevance=ranker.chat_scores,
                         held_since=lambda: pipeline.storing_since)
+        run = run or RunState(started_at=clock.now())
         yield Services(
             settings=settings, clock=clock, storage=storage, subscriptions=subscriptions,
             arxiv=arxiv, lookups=lookups, importer=LibraryImporter(storage, lookups),
             ranker=ranker, pipeline=pipeline, sender=sender, pacer=wiring.pacer,
             budget=CommandBudget(wiring.budget), progress=wiring.progress, features=features,
-            run=run or RunState(started_at=clock.now()), guides=guides, community=community,
+            run=run, overview=Overview(settings, storage, subscriptions, ranker, clock, run),
+            guides=guides, community=community,
         )

@@ -7,16 +7,13 @@ from telegram import Update
 from bot import __version__
 from bot.chat.context import BotContext
 from bot.chat.handlers.common import reply
-from bot.core.constants import DAY
 from bot.core.i18n import t, tn
-from bot.core.models import Beat, Freshness, Source
+from bot.core.models import Freshness, Source
 from bot.core.text import duration, escape
 from bot.delivery.schedule import local_time
 from bot.ranking.model import MIN_POSITIVES
 from bot.ranking.service import RankerStatus
-from bot.services.health import assess
-
-AI_CATEGORIES = ("cs.AI", "cs.LG", "cs.CL", "cs.CV", "cs.NE", "stat.ML")
+from bot.services.overview import Announced, Stats, Status
 
 
 def age(lang: str, seconds: float) -> str:
@@ -65,52 +62,45 @@ def freshness_line(lang: str, source: Source, zone: str) -> str:
     )
 
 
-def is_arxiv_feed(context: BotContext, source: Source) -> bool:
-    """Whether the source is an arXiv feed, which keeps to arXiv's calendar (Hugging Face's
-    daily list does not)."""
-    return source.url.startswith(context.settings.arxiv_rss_url)
-
-
 def source_mark(source: Source, failed: str) -> str:
     if source.state.freshness is Freshness.STALE:
         return "⚠️"
     return "✅" if source.healthy else failed
 
 
-def _announced(lang: str, *, new: int, revised: int, ai: int) -> str:
+def _announced(lang: str, counts: Announced) -> str:
     """"+12 new papers, +3 revisions (5 AI-related)", each count with its own plural."""
     return t(lang, "{new}, {revised} ({ai:,} AI-related)",
-             new=tn(lang, "<b>+{count:,}</b> new paper", "<b>+{count:,}</b> new papers", new),
+             new=tn(lang, "<b>+{count:,}</b> new paper", "<b>+{count:,}</b> new papers",
+                    counts.new),
              revised=tn(lang, "<b>+{count:,}</b> revision", "<b>+{count:,}</b> revisions",
-                        revised),
-             ai=ai)
+                        counts.revised),
+             ai=counts.ai)
 
 
 async def stats(update: Update, context: BotContext) -> None:
     """Papers and revisions of the last 24 h and 7 d, last scans, and this chat's numbers."""
-    lang = context.lang
-    store = context.store
-    now = context.now()
-    chat_id = update.effective_chat.id
+    figures = await context.services.overview.stats(update.effective_chat.id)
     record = context.chat_record
-    zone = record.timezone if record else "UTC"
-    day = await store.papers.ingest_counts(now - DAY, AI_CATEGORIES)
-    week = await store.papers.ingest_counts(now - 7 * DAY, AI_CATEGORIES)
+    await reply(update, context, render_stats(figures, context.lang,
+                                              record.timezone if record else "UTC"))
+
+
+def render_stats(figures: Stats, lang: str, zone: str) -> str:
+    now = figures.now
     lines = [
         t(lang, "📊 <b>arXiv at a glance</b>"),
-        t(lang, "Last 24 h: {counts}", counts=_announced(lang, **day)),
-        t(lang, "Last 7 days: {counts}", counts=_announced(lang, **week)),
-        t(lang, "AI reading guides: <b>+{count:,}</b> in 24 h",
-          count=await store.guides.written_since(now - DAY)),
+        t(lang, "Last 24 h: {counts}", counts=_announced(lang, figures.day)),
+        t(lang, "Last 7 days: {counts}", counts=_announced(lang, figures.week)),
+        t(lang, "AI reading guides: <b>+{count:,}</b> in 24 h", count=figures.guides_day),
         t(lang, "HF community picks: <b>+{day:,}</b> in 24 h, <b>+{week:,}</b> in 7 days",
-          day=await store.community.count_since(now - DAY),
-          week=await store.community.count_since(now - 7 * DAY)),
+          day=figures.picks_day, week=figures.picks_week),
         "",
     ]
-    sources = await store.sources.all()
-    if not sources:
+    if not figures.feeds:
         lines.append(t(lang, "No scan has run yet."))
-    for source in sources:
+    for feed in figures.feeds:
+        source = feed.source
         if source.last_success_at is None:
             lines.append(t(lang, "{mark} {name}: no successful scan yet", mark="⚠️",
                            name=escape(source_name(source.url))))
@@ -121,22 +111,21 @@ async def stats(update: Update, context: BotContext) -> None:
             time=local_time(source.last_success_at, zone, "%H:%M"),
             age=age(lang, now - source.last_success_at),
         ))
-        if is_arxiv_feed(context, source):
+        if feed.on_arxiv_calendar:
             lines.append(freshness_line(lang, source, zone))
-    subscriptions = await context.subscriptions.for_chat(chat_id)
+    chat = figures.chat
     lines += [
         "",
         t(lang, "<b>This chat</b>: {matches}, {week} in 7 days · {saved} saved · "
                 "{subscriptions}",
           matches=tn(lang, "{count} match in 24 h", "{count} matches in 24 h",
-                     await store.outbox.chat_matches_since(chat_id, now - DAY)),
-          week=await store.outbox.chat_matches_since(chat_id, now - 7 * DAY),
-          saved=await store.saved.count(chat_id),
+                     chat.matches_day),
+          week=chat.matches_week, saved=chat.saved,
           subscriptions=tn(lang, "{count} subscription", "{count} subscriptions",
-                           len(subscriptions))),
-        _ranking_line(lang, await context.ranker.status(chat_id)),
+                           chat.subscriptions)),
+        _ranking_line(lang, chat.ranking),
     ]
-    await reply(update, context, "\n".join(lines))
+    return "\n".join(lines)
 
 
 def _ranking_line(lang: str, ranking: RankerStatus) -> str:
@@ -151,20 +140,24 @@ def _ranking_line(lang: str, ranking: RankerStatus) -> str:
 
 async def status(update: Update, context: BotContext) -> None:
     """Operators only: sources' health, the queue, chats, subscriptions, size, uptime."""
-    lang = context.lang
     user = update.effective_user
     if not context.settings.is_operator(user.id if user else None, update.effective_chat.id):
-        await reply(update, context, t(lang, "Sorry, /status is for the bot's operators only."))
+        await reply(update, context, t(context.lang,
+                                       "Sorry, /status is for the bot's operators only."))
         return
-    store = context.store
-    now = context.now()
+    figures = await context.services.overview.status()
+    await reply(update, context, render_status(figures, context.lang))
+
+
+def render_status(figures: Status, lang: str) -> str:
+    now = figures.now
     lines = [t(lang, "🛠 <b>Status</b> — version {version}, up {uptime}",
-               version=__version__, uptime=duration(lang, now - context.services.run.started_at)),
+               version=__version__, uptime=duration(lang, figures.uptime)),
              ""]
-    sources = await store.sources.all()
-    if not sources:
+    if not figures.feeds:
         lines.append(t(lang, "No source polled yet."))
-    for source in sources:
+    for feed in figures.feeds:
+        source = feed.source
         mark = source_mark(source, "❌")
         last = (local_time(source.last_success_at, "UTC", "%Y-%m-%d %H:%M UTC") + " · "
                 + age(lang, now - source.last_success_at)) if source.last_success_at else "—"
@@ -173,18 +166,14 @@ async def status(update: Update, context: BotContext) -> None:
                              "items last fetch: {items}",
                        last=last, failures=source.consecutive_failures,
                        items=source.last_items if source.last_items is not None else "—"))
-        if is_arxiv_feed(context, source):
+        if feed.on_arxiv_calendar:
             lines.append(freshness_line(lang, source, "UTC"))
         if source.last_error:
             lines.append(t(lang, "    last error: {error}", error=escape(source.last_error[:300])))
         if source.state.listing_error:
             lines.append(t(lang, "    listing: {error}",
                            error=escape(source.state.listing_error[:300])))
-    beats = await store.heartbeats.all()
-    answered = context.services.run.telegram_ok_at  # newer than the stored beat, once a minute
-    if answered is not None:
-        beats[Beat.TELEGRAM] = max(answered, beats.get(Beat.TELEGRAM, answered))
-    health = assess(beats, context.settings, now)
+    health = figures.health
     for beat_age, label in ((health.arxiv, t(lang, "Last successful arXiv poll")),
                              (health.telegram, t(lang, "Last successful Telegram call"))):
         seen = beat_age.age(now)
@@ -194,20 +183,18 @@ async def status(update: Update, context: BotContext) -> None:
             age=t(lang, "never") if seen is None else age(lang, seen),
             limit=duration(lang, beat_age.limit),
         ))
-    outbox = await store.outbox.counts()
-    chats = await store.chats.counts()
-    size_mb = await store.db.size_bytes() / 1_000_000
     lines += [
         "",
         t(lang, "Outbox: {pending} pending, {sending} being sent, {held} held, {expired} "
-                "expired, {failed} failed, {sent} sent", **outbox),
+                "expired, {failed} failed, {sent} sent", **figures.outbox),
     ]
-    if (failure := await store.outbox.last_failure()) is not None:
-        lines.append(t(lang, "    last failed alert: {error}", error=escape(failure[:300])))
+    if figures.last_failure is not None:
+        lines.append(t(lang, "    last failed alert: {error}",
+                       error=escape(figures.last_failure[:300])))
     lines += [
-        t(lang, "Chats: {active} active, {inactive} inactive, {paused} paused", **chats),
-        t(lang, "Subscriptions: {count}", count=await store.subscriptions.count()),
-        t(lang, "Papers stored: {count:,}", count=await store.papers.count()),
-        t(lang, "Database: {size:.1f} MB", size=size_mb),
+        t(lang, "Chats: {active} active, {inactive} inactive, {paused} paused", **figures.chats),
+        t(lang, "Subscriptions: {count}", count=figures.subscriptions),
+        t(lang, "Papers stored: {count:,}", count=figures.papers),
+        t(lang, "Database: {size:.1f} MB", size=figures.size_bytes / 1_000_000),
     ]
-    await reply(update, context, "\n".join(lines))
+    return "\n".join(lines)
