@@ -81,7 +81,7 @@ class BudgetGate:
         chat_id = update.effective_chat.id
         record = self._application.chat_data.get(chat_id, {}).get("record")
         if record is None:
-            record = await services.storage.chats.get(chat_id)
+            record = await services.chats.get(chat_id)
         if record is not None:
             return record.language
         user = update.effective_user

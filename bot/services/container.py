@@ -29,6 +29,7 @@ from bot.importer.service import LibraryImporter
 from bot.query.service import SubscriptionService
 from bot.ranking.service import Ranker
 from bot.services.budget import BudgetPolicy, CommandBudget
+from bot.services.chats import ChatSettings
 from bot.services.ingest import Pipeline
 from bot.services.overview import Overview
 from bot.sources.huggingface import CommunityPicks
@@ -93,6 +94,7 @@ class Services:
     features: Features
     run: RunState
     overview: Overview
+    chats: ChatSettings
     guides: GuideService | None = None  # when features.guides
     community: CommunityPicks | None = None  # when features.trending
 
@@ -155,5 +157,6 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
             ranker=ranker, pipeline=pipeline, sender=sender, pacer=wiring.pacer,
             budget=CommandBudget(wiring.budget), progress=wiring.progress, features=features,
             run=run, overview=Overview(settings, storage, subscriptions, ranker, clock, run),
+            chats=ChatSettings(storage, ranker, clock),
             guides=guides, community=community,
         )

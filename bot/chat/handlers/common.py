@@ -34,22 +34,16 @@ async def record_chat(update: Update, context: BotContext) -> None:
         ChatMemberStatus.BANNED, ChatMemberStatus.LEFT
     ):
         # Blocked, or removed from the group: that is no sign of life. Hold its alerts.
-        await context.store.chats.mark_inactive(chat.id, "the bot was blocked or removed",
-                                                context.now())
-        context.chat_data["record"] = await context.store.chats.get(chat.id)
+        context.chat_data["record"] = await context.services.chats.gone(chat.id)
         return
     user = update.effective_user
     language = language_from_telegram(user.language_code if user else None)
     title = chat.title or (user.full_name if user else None)
-    record, reactivated = await context.store.chats.record(
-        chat.id, chat.type, title, language, context.now()
-    )
+    record, reactivated = await context.services.chats.seen(
+        chat.id, chat.type, title, language, group_member(update))
     context.chat_data["record"] = record
     if reactivated:
         log.info("chat %s is active again; its held alerts are released", chat.id)
-    member = group_member(update)
-    if member is not None:
-        await group_library.member_seen(context.store, chat.id, member)
 
 
 async def reply(update: Update, context: BotContext, text: str, **kwargs: object) -> None:

@@ -22,13 +22,14 @@ from bot.delivery.schedule import (
     parse_hhmm,
 )
 from bot.ranking.model import MIN_POSITIVES
+from bot.services.chats import FOR_YOU_MAX_COUNT
 
 
 async def pause(update: Update, context: BotContext) -> None:
     """Stop alerts; matches keep being collected."""
     if not await may_change_settings(update, context):
         return
-    await context.store.chats.set_paused(update.effective_chat.id, True)
+    await context.services.chats.pause(update.effective_chat.id)
     await reply(update, context, t(
         context.lang, "⏸ Alerts paused. I keep collecting matches; /resume delivers them."
     ))
@@ -38,9 +39,7 @@ async def resume(update: Update, context: BotContext) -> None:
     """Restart alerts; what matched meanwhile arrives now (as a digest when many)."""
     if not await may_change_settings(update, context):
         return
-    chat_id = update.effective_chat.id
-    await context.store.chats.set_paused(chat_id, False)
-    waiting = len(await context.store.outbox.pending_for_chat(chat_id))
+    waiting = await context.services.chats.resume(update.effective_chat.id)
     await reply(update, context, tn(
         context.lang, "▶️ Alerts resumed. {count} match from the pause is on its way.",
         "▶️ Alerts resumed. {count} matches from the pause are on their way.", waiting,
@@ -68,7 +67,7 @@ async def digest(update: Update, context: BotContext) -> None:
         return
     chat_id = update.effective_chat.id
     if argument.lower() == "off":
-        await context.store.chats.set_digest(chat_id, None, context.now())
+        await context.services.chats.set_digest(chat_id, None)
         await reply(update, context, t(lang, "Instant alerts are back on."))
         return
     when = parse_hhmm(argument)
@@ -79,7 +78,7 @@ async def digest(update: Update, context: BotContext) -> None:
         ))
         return
     zone = record.timezone if record else "UTC"
-    await context.store.chats.set_digest(chat_id, when, context.now())
+    await context.services.chats.set_digest(chat_id, when)
     first = next_digest_after(context.now(), when, zone)
     await reply(update, context, t(
         lang, "🗞 One daily digest at {time} ({zone}); the first comes {first}. "
@@ -112,7 +111,7 @@ async def timezone(update: Update, context: BotContext) -> None:
         return
     if not await may_change_settings(update, context):
         return
-    await context.store.chats.set_timezone(update.effective_chat.id, zone)
+    await context.services.chats.set_timezone(update.effective_chat.id, zone)
     await reply(update, context, t(
         lang, "🕗 Time zone set to {zone} (now {time} there).",
         zone=zone, time=local_time(context.now(), zone, "%H:%M"),
@@ -132,14 +131,11 @@ async def language(update: Update, context: BotContext) -> None:
         return
     if not await may_change_settings(update, context):
         return
-    chat_id = update.effective_chat.id
-    await context.store.chats.set_language(chat_id, choice)
-    context.chat_data["record"] = await context.store.chats.get(chat_id)
+    context.chat_data["record"] = await context.services.chats.set_language(
+        update.effective_chat.id, choice)
     await reply(update, context, t(choice, "Language set to English."))
 
 
-FOR_YOU_DEFAULT_COUNT = 5
-FOR_YOU_MAX_COUNT = 20
 async def for_you(update: Update, context: BotContext) -> None:
     """`/foryou on|off|N`: a daily message of papers the subscriptions missed but the chat's
     model scores highly."""
@@ -147,35 +143,28 @@ async def for_you(update: Update, context: BotContext) -> None:
     argument = await read_argument(update, context)
     if argument is None:
         return
-    chat_id = update.effective_chat.id
     word = argument.strip().lower()
-    count: int | None
-    if word == "on":
-        current = await context.store.rankings.for_you(chat_id)
-        count = current.count if current else FOR_YOU_DEFAULT_COUNT
-    elif word.isdigit() and 1 <= int(word) <= FOR_YOU_MAX_COUNT:
-        count = int(word)
-    elif word == "off":
-        count = None
-    else:
+    if not (word in ("on", "off") or (word.isdigit() and 1 <= int(word) <= FOR_YOU_MAX_COUNT)):
         await reply(update, context, t(
             lang, "Send <code>/foryou on</code>, <code>/foryou off</code> or "
             "<code>/foryou N</code> (1–{maximum} papers a day).", maximum=FOR_YOU_MAX_COUNT))
         return
     if not await may_change_settings(update, context):
         return
-    await context.store.rankings.set_for_you(chat_id, count, context.now(), topic_of(update))
-    if count is None:
+    chat_id = update.effective_chat.id
+    if word == "off":
+        await context.services.chats.for_you_off(chat_id)
         await reply(update, context, t(lang, "For you is off."))
         return
+    on = await context.services.chats.for_you_on(
+        chat_id, None if word == "on" else int(word), topic_of(update))
     record = context.chat_record
     lines = [t(lang, "✨ For you is on: once a day at {time} ({zone}), up to {count} papers "
                      "your subscriptions did not match but your saved and 👍 papers suggest.",
                time=for_you_time(record.digest_time if record else None),
-               zone=record.timezone if record else "UTC", count=count)]
-    status = await context.ranker.status(chat_id)
-    if not status.active:
+               zone=record.timezone if record else "UTC", count=on.count)]
+    if not on.ranking.active:
         lines.append(t(lang, "It starts once you have {minimum} saved or 👍 papers "
                              "({missing} to go).", minimum=MIN_POSITIVES,
-                       missing=MIN_POSITIVES - status.positives))
+                       missing=MIN_POSITIVES - on.ranking.positives))
     await reply(update, context, "\n".join(lines))
