@@ -11,12 +11,9 @@ from bot.config import Settings
 from bot.services.container import Services
 
 if TYPE_CHECKING:
-    from bot.arxiv.lookups import LookupQueue
     from bot.core.models import Chat
     from bot.importer.service import LibraryImporter
     from bot.query.service import SubscriptionService
-    from bot.ranking.service import Ranker
-    from bot.storage import Storage
 
 
 class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
@@ -31,10 +28,6 @@ class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
         return self.application.bot_data["services"]
 
     @property
-    def store(self) -> Storage:
-        return self.services.storage
-
-    @property
     def settings(self) -> Settings:
         return self.services.settings
 
@@ -43,16 +36,8 @@ class BotContext(CallbackContext[ExtBot, dict, dict, dict]):
         return self.services.subscriptions
 
     @property
-    def ranker(self) -> Ranker:
-        return self.services.ranker
-
-    @property
     def importer(self) -> LibraryImporter:
         return self.services.importer
-
-    @property
-    def lookups(self) -> LookupQueue:
-        return self.services.lookups
 
     def now(self) -> float:
         return self.services.clock.now()

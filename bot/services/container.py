@@ -31,7 +31,11 @@ from bot.ranking.service import Ranker
 from bot.services.budget import BudgetPolicy, CommandBudget
 from bot.services.chats import ChatSettings
 from bot.services.ingest import Pipeline
+from bot.services.library import Library
 from bot.services.overview import Overview
+from bot.services.papers import Papers
+from bot.services.topics import ForumTopics
+from bot.services.trending import Trending
 from bot.sources.huggingface import CommunityPicks
 from bot.storage import Storage
 
@@ -95,8 +99,12 @@ class Services:
     run: RunState
     overview: Overview
     chats: ChatSettings
+    library: Library
+    papers: Papers
+    topics: ForumTopics
     guides: GuideService | None = None  # when features.guides
     community: CommunityPicks | None = None  # when features.trending
+    trending: Trending | None = None  # when features.trending
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +165,8 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
             ranker=ranker, pipeline=pipeline, sender=sender, pacer=wiring.pacer,
             budget=CommandBudget(wiring.budget), progress=wiring.progress, features=features,
             run=run, overview=Overview(settings, storage, subscriptions, ranker, clock, run),
-            chats=ChatSettings(storage, ranker, clock),
-            guides=guides, community=community,
+            chats=ChatSettings(storage, ranker, clock), library=Library(storage, clock),
+            papers=Papers(storage, lookups, ranker, clock, guide=features.guides),
+            topics=ForumTopics(storage), guides=guides, community=community,
+            trending=None if community is None else Trending(community, subscriptions, storage),
         )

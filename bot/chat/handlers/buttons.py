@@ -12,9 +12,7 @@ from bot.chat.handlers.common import admin_check, edit_quietly, group_member, re
 from bot.core.i18n import t
 from bot.core.models import Feedback, Paper
 from bot.delivery import callbacks
-from bot.delivery.compose import alert_message, digest_continued, load_paper
 from bot.delivery.render import with_feedback_state, with_saved_state
-from bot.library import groups as group_library
 from bot.library.groups import Removal, RemovalResult
 
 log = logging.getLogger(__name__)
@@ -72,8 +70,7 @@ async def on_save(update: Update, context: BotContext, action: callbacks.ToggleS
     it; elsewhere only the keyboard changes."""
     query = update.callback_query
     lang = context.lang
-    store = context.store
-    paper = await store.papers.get(action.paper.base)
+    paper = await context.services.papers.stored(action.paper.base)
     if paper is None:
         await query.answer(t(lang, "I no longer have that paper. Try /paper {id}.",
                              id=action.paper.base))
@@ -83,15 +80,15 @@ async def on_save(update: Update, context: BotContext, action: callbacks.ToggleS
     message = query.message
     markup = message.reply_markup if isinstance(message, Message) else None
     wanted = _press_intent(markup, paper.arxiv_id, lang)
-    member, is_admin, now = group_member(update), admin_check(update, context), context.now()
+    member, is_admin = group_member(update), admin_check(update, context)
+    library_ = context.services.library
     removal: RemovalResult | None = None
     if wanted is None:
-        removal = await group_library.toggle(store, chat_id, paper.arxiv_id, version, now,
-                                             member, is_admin)
+        removal = await library_.toggle(chat_id, paper.arxiv_id, version, member, is_admin)
     elif wanted:
-        await group_library.save(store, chat_id, paper.arxiv_id, version, now, member)
+        await library_.save(chat_id, paper.arxiv_id, version, member)
     else:
-        removal = await group_library.remove(store, chat_id, paper.arxiv_id, member, is_admin)
+        removal = await library_.remove(chat_id, paper.arxiv_id, member, is_admin)
     if removal is not None and removal.outcome is Removal.REFUSED:
         await query.answer(library.refusal(removal, lang), show_alert=True)
         return
@@ -101,7 +98,8 @@ async def on_save(update: Update, context: BotContext, action: callbacks.ToggleS
     if not isinstance(message, Message) or message.reply_markup is None:
         return
     if member is not None and action.number is None:
-        shown = await load_paper(store, action.paper.base, action.paper.version) or paper
+        shown = await context.services.papers.shown(action.paper.base,
+                                                    action.paper.version) or paper
         await _redraw(update, context, message, shown,
                       expanded=_expanded(message.reply_markup, paper.arxiv_id))
         return
@@ -122,13 +120,8 @@ def _expanded(markup: InlineKeyboardMarkup, arxiv_id: str) -> bool:
 async def _redraw(update: Update, context: BotContext, message: Message, paper: Paper, *,
                   expanded: bool) -> None:
     """Draw an alert or card again from the store (the same alert, if it was one)."""
-    store = context.store
-    chat_id = update.effective_chat.id
-    row = await store.outbox.by_message(chat_id, message.message_id)
-    if row is not None and row.alert.arxiv_id != paper.arxiv_id:
-        row = None  # a digest's message: the paper is shown as a card
-    rendered = await alert_message(store, chat_id, context.lang, paper, row, expanded=expanded,
-                                   guide=context.services.features.guides)
+    rendered = await context.services.papers.redrawn(
+        update.effective_chat.id, message.message_id, context.lang, paper, expanded=expanded)
     await edit_quietly(message.edit_text(rendered.text, reply_markup=rendered.reply_markup))
 
 
@@ -155,11 +148,10 @@ async def on_rate(update: Update, context: BotContext, action: callbacks.Rate) -
     query = update.callback_query
     lang = context.lang
     arxiv_id = action.paper.base
-    if await context.store.papers.get(arxiv_id) is None:
+    given = action.label if action.give else None
+    if not await context.services.papers.rate(update.effective_chat.id, arxiv_id, given):
         await query.answer(t(lang, "I no longer have that paper. Try /paper {id}.", id=arxiv_id))
         return
-    given = action.label if action.give else None
-    await context.store.feedback.set(update.effective_chat.id, arxiv_id, given, context.now())
     if given is Feedback.MORE:
         await query.answer(t(lang, "👍 Noted: more like this"))
     elif given is Feedback.LESS:
@@ -177,7 +169,7 @@ async def on_abstract(update: Update, context: BotContext,
                       action: callbacks.ToggleAbstract) -> None:
     """Expand the message to the full abstract, or collapse it; the keyboard is kept."""
     query = update.callback_query
-    paper = await load_paper(context.store, action.paper.base, action.paper.version)
+    paper = await context.services.papers.shown(action.paper.base, action.paper.version)
     message = query.message
     if paper is None or not isinstance(message, Message):
         await query.answer(t(context.lang, "This button has expired. Please send the command "
@@ -193,8 +185,8 @@ async def on_more(update: Update, context: BotContext, action: callbacks.DigestM
     message = query.message
     message_id = action.message_id or (message.message_id if isinstance(message, Message)
                                        else None)
-    pages = [] if message_id is None else await digest_continued(
-        context.store, update.effective_chat.id, context.lang, message_id, action.offset)
+    pages = [] if message_id is None else await context.services.papers.digest_more(
+        update.effective_chat.id, context.lang, message_id, action.offset)
     if not pages:
         await query.answer(t(context.lang, "This button has expired. Please send the command "
                                            "again."))

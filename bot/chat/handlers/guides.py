@@ -43,7 +43,7 @@ async def on_guide_button(update: Update, context: BotContext,
     """🧠 Guide under an alert or card: the guide arrives as a reply to that message."""
     query = update.callback_query
     service = context.services.guides
-    paper = await context.store.papers.get(action.paper.base, action.paper.version)
+    paper = await context.services.papers.stored(action.paper.base, action.paper.version)
     if service is None or paper is None:
         await query.answer(t(context.lang, "This button has expired. Please send the command "
                                            "again."))
@@ -57,11 +57,8 @@ async def _find(update: Update, context: BotContext, arxiv_id: ArxivId) -> Paper
     """The paper from the store, else from arXiv through the fair look-up queue (then kept);
     None once the chat was told why there is none."""
     lang = context.lang
-    found = await context.store.papers.get(arxiv_id.base, arxiv_id.version)
-    if found is not None:
-        return found
     try:
-        found = await context.lookups.lookup(update.effective_chat.id, arxiv_id)
+        found = await context.services.papers.find(update.effective_chat.id, arxiv_id)
     except TooManyLookups:
         await reply(update, context, t(lang, "Your earlier look-ups are still waiting for arXiv; "
                                              "send this one again after they are answered."))
@@ -72,8 +69,6 @@ async def _find(update: Update, context: BotContext, arxiv_id: ArxivId) -> Paper
         return None
     if found is None:
         await reply(update, context, t(lang, "arXiv has no paper {id}.", id=escape(str(arxiv_id))))
-        return None
-    await context.store.papers.cache_lookups([found], context.now())
     return found
 
 

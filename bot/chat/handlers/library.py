@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import logging
 
@@ -24,24 +23,16 @@ from bot.core.i18n import t, tn
 from bot.core.models import ArxivId, Paper
 from bot.core.text import escape
 from bot.delivery import callbacks
-from bot.delivery.bibtex import PART_SEPARATOR, to_bibtex
-from bot.delivery.compose import alert_message
-from bot.delivery.pages import PAGE_SIZE, page_count, render_saved_page
+from bot.delivery.pages import render_saved_page
 from bot.delivery.render import RenderedMessage, render_similar, saver_name
-from bot.library import groups as group_library
 from bot.library.groups import Removal, RemovalResult
 
 log = logging.getLogger(__name__)
 
-EXPORT_PART = 250  # papers written per step of /export; progress is shown between steps
-
-
 async def _page_view(context: BotContext, chat_id: int, page: int) -> RenderedMessage:
-    store = context.store
-    total = await store.saved.count(chat_id)
-    page = min(max(page, 1), page_count(total))  # a stale or forged page shows the nearest
-    entries = await store.saved.entries(chat_id, (page - 1) * PAGE_SIZE, PAGE_SIZE)
-    return render_saved_page(entries, page=page, total=total, lang=context.lang)
+    shown = await context.services.library.page(chat_id, page)
+    return render_saved_page(shown.entries, page=shown.page, total=shown.total,
+                             lang=context.lang)
 
 
 async def saved(update: Update, context: BotContext) -> None:
@@ -68,9 +59,9 @@ async def on_remove_button(update: Update, context: BotContext,
                            action: callbacks.RemoveSaved) -> None:
     """✖ in /saved: remove from this chat's library only, then redraw the page. In a group
     only the member who saved the paper and the administrators may; anyone else is told so."""
-    result = await group_library.remove(context.store, update.effective_chat.id,
-                                        action.paper.base, group_member(update),
-                                        admin_check(update, context))
+    result = await context.services.library.remove(update.effective_chat.id,
+                                                   action.paper.base, group_member(update),
+                                                   admin_check(update, context))
     if result.outcome is Removal.REFUSED:
         await update.callback_query.answer(refusal(result, context.lang), show_alert=True)
         return
@@ -92,7 +83,8 @@ def refusal(result: RemovalResult, lang: str) -> str:
 async def export(update: Update, context: BotContext) -> None:
     """The library as a BibTeX document; a large one shows its progress while it is written."""
     lang = context.lang
-    papers = await context.store.saved.all(update.effective_chat.id)
+    library = context.services.library
+    papers = await library.papers(update.effective_chat.id)
     if not papers:
         await reply(update, context, t(
             lang, "Your library is empty, so there is nothing to export yet. "
@@ -102,14 +94,10 @@ async def export(update: Update, context: BotContext) -> None:
     total = len(papers)
     async with Progress(update, context, _exporting(lang, 0, total),
                         action=ChatAction.UPLOAD_DOCUMENT) as progress:
-        parts: list[str] = []
-        keys: set[str] = set()
-        for start in range(0, total, EXPORT_PART):
-            # Off the event loop: a thousand entries take about a second of CPU.
-            parts.append(await asyncio.to_thread(to_bibtex, papers[start:start + EXPORT_PART],
-                                                 keys))
-            await progress.advance(_exporting(lang, min(start + EXPORT_PART, total), total))
-        document = io.BytesIO(PART_SEPARATOR.join(parts).encode("utf-8"))
+        async def written(done: int) -> None:
+            await progress.advance(_exporting(lang, done, total))
+
+        document = io.BytesIO((await library.bibtex(papers, written)).encode("utf-8"))
         await update.effective_message.reply_document(
             document, filename="arxiv-library.bib",
             caption=tn(lang, "{count} saved paper as BibTeX.",
@@ -150,13 +138,12 @@ async def similar(update: Update, context: BotContext) -> None:
 
 async def show_similar(update: Update, context: BotContext, arxiv_id: str) -> None:
     lang = context.lang
-    paper = await context.store.papers.get(arxiv_id)
+    paper, nearest = await context.services.papers.similar(arxiv_id, SIMILAR_COUNT)
     if paper is None:
         await reply(update, context, t(
             lang, "I don't have {id} stored yet. Look it up with /paper {id} first.",
             id=escape(arxiv_id)))
         return
-    nearest = await context.ranker.similar(arxiv_id, SIMILAR_COUNT)
     if not nearest:
         await reply(update, context, t(lang, "I know no paper close to {id} yet.",
                                        id=escape(arxiv_id)))
@@ -170,14 +157,15 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
     The look-up waits its turn in the queue that serves chats in turn, so another chat's
     flood of look-ups delays it by one request at most; while it waits, the chat sees progress.
     """
-    found = await context.store.papers.get(arxiv_id.base, arxiv_id.version)
+    papers = context.services.papers
+    found = await papers.stored(arxiv_id.base, arxiv_id.version)
     if found is not None:
         card = await _card(update, context, found)
         await reply(update, context, card.text, reply_markup=card.reply_markup)
         return
     lang = context.lang
     try:
-        pending = context.lookups.submit(update.effective_chat.id, arxiv_id)
+        pending = papers.look_up(update.effective_chat.id, arxiv_id)
     except TooManyLookups as exc:
         await reply(update, context, tn(
             lang, "You already have {count} look-up waiting for arXiv. I'll answer it "
@@ -192,7 +180,7 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
     async with Progress(update, context, t(
             lang, "🔎 Looking up {id} on arXiv…", id=escape(str(arxiv_id)))) as progress:
         try:
-            found = await pending
+            found = await papers.kept(pending)
         except ArxivError as exc:
             log.info("arXiv look-up of %s failed: %s", arxiv_id, exc)
             await progress.finish(t(lang, "arXiv is slow right now; try again in a minute."))
@@ -200,11 +188,9 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
         if found is None:
             await progress.finish(t(lang, "arXiv has no paper {id}.", id=escape(str(arxiv_id))))
             return
-        await context.store.papers.cache_lookups([found], context.now())
         card = await _card(update, context, found)
         await progress.finish(card.text, reply_markup=card.reply_markup)
 
 
 async def _card(update: Update, context: BotContext, paper: Paper) -> RenderedMessage:
-    return await alert_message(context.store, update.effective_chat.id, context.lang, paper,
-                               None, guide=context.services.features.guides)
+    return await context.services.papers.card(update.effective_chat.id, context.lang, paper)

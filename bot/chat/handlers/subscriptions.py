@@ -175,7 +175,7 @@ async def _topics(update: Update, context: BotContext, subs: list[Subscription]
     chat = update.effective_chat
     if not chat.is_forum and all(sub.topic_id == GENERAL for sub in subs):
         return None
-    return _Topics(topic_of(update), await context.store.topics.names(chat.id))
+    return _Topics(topic_of(update), await context.services.topics.names(chat.id))
 
 
 async def list_subscriptions(update: Update, context: BotContext) -> None:
@@ -210,7 +210,7 @@ async def move(update: Update, context: BotContext) -> None:
             lang, "There is no subscription with that number. /list shows them, numbered."
         ))
         return
-    names = await context.store.topics.names(chat.id)
+    names = await context.services.topics.names(chat.id)
     await reply(update, context, t(
         lang, "Moved #{number} <code>{query}</code> to {topic}: its alerts come here from now "
         "on.", number=sub.number, query=escape(sub.display),

@@ -16,16 +16,15 @@ async def remember_topic(update: Update, context: BotContext) -> None:
     topic = topic_of(update)
     if message is None or chat is None or topic == GENERAL:
         return
-    name = None
+    topics = context.services.topics
     if message.forum_topic_created is not None:
-        name = message.forum_topic_created.name
+        if name := message.forum_topic_created.name:
+            await topics.named(chat.id, topic, name)
     elif message.forum_topic_edited is not None:
-        name = message.forum_topic_edited.name  # None when only the icon changed
+        if name := message.forum_topic_edited.name:  # None when only the icon changed
+            await topics.named(chat.id, topic, name)
     else:
         opener = message.reply_to_message
         if (opener is not None and opener.forum_topic_created is not None
-                and opener.message_id == topic
-                and not await context.store.topics.knows(chat.id, topic)):
-            name = opener.forum_topic_created.name
-    if name:
-        await context.store.topics.remember(chat.id, topic, name)
+                and opener.message_id == topic and (name := opener.forum_topic_created.name)):
+            await topics.opened_as(chat.id, topic, name)

@@ -1,0 +1,75 @@
+"""A chat's library: its saved papers page by page, saving and removing them (a group's by its
+rule, `bot/library/groups.py`), and the library as BibTeX."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from bot.core.clock import Clock
+from bot.core.models import GroupMember, LibraryEntry, Paper
+from bot.delivery.bibtex import PART_SEPARATOR, to_bibtex
+from bot.delivery.pages import PAGE_SIZE, page_count
+from bot.library import groups as group_library
+from bot.library.groups import IsAdmin, RemovalResult
+from bot.storage import Storage
+
+EXPORT_PART = 250  # papers written per step of an export; progress is shown between steps
+
+
+@dataclass(frozen=True, slots=True)
+class SavedPage:
+    """One page of a library, newest saves first."""
+
+    entries: list[LibraryEntry]
+    page: int  # 1-based, within the library's pages
+    total: int  # saved papers in all
+
+
+class Library:
+    """Saved papers of each chat."""
+
+    def __init__(self, storage: Storage, clock: Clock) -> None:
+        self._storage = storage
+        self._clock = clock
+
+    async def page(self, chat_id: int, page: int) -> SavedPage:
+        """That page of the library; a stale or forged page number gives the nearest page."""
+        total = await self._storage.saved.count(chat_id)
+        page = min(max(page, 1), page_count(total))
+        entries = await self._storage.saved.entries(chat_id, (page - 1) * PAGE_SIZE, PAGE_SIZE)
+        return SavedPage(entries, page, total)
+
+    async def save(self, chat_id: int, arxiv_id: str, version: int,
+                   member: GroupMember | None) -> bool:
+        """Save a paper (in a group, with who saved it); False if it was saved already."""
+        return await group_library.save(self._storage, chat_id, arxiv_id, version,
+                                        self._clock.now(), member)
+
+    async def remove(self, chat_id: int, arxiv_id: str, member: GroupMember | None,
+                     is_admin: IsAdmin) -> RemovalResult:
+        """Remove a paper if `member` may (see `bot/library/groups.py`)."""
+        return await group_library.remove(self._storage, chat_id, arxiv_id, member, is_admin)
+
+    async def toggle(self, chat_id: int, arxiv_id: str, version: int,
+                     member: GroupMember | None, is_admin: IsAdmin) -> RemovalResult | None:
+        """Save the paper if it is not saved (None), else remove it as `remove` does."""
+        return await group_library.toggle(self._storage, chat_id, arxiv_id, version,
+                                          self._clock.now(), member, is_admin)
+
+    async def papers(self, chat_id: int) -> list[Paper]:
+        """Every saved paper, as the export writes them."""
+        return await self._storage.saved.all(chat_id)
+
+    @staticmethod
+    async def bibtex(papers: list[Paper], written: Callable[[int], Awaitable[None]]) -> str:
+        """The papers as one BibTeX document, written in parts off the event loop (a thousand
+        entries take about a second of CPU); `written(done)` is awaited after each part."""
+        parts: list[str] = []
+        keys: set[str] = set()
+        for start in range(0, len(papers), EXPORT_PART):
+            parts.append(await asyncio.to_thread(to_bibtex, papers[start:start + EXPORT_PART],
+                                                 keys))
+            await written(min(start + EXPORT_PART, len(papers)))
+        return PART_SEPARATOR.join(parts)

@@ -1,0 +1,89 @@
+"""Papers as a chat asks for them: from the store, else from arXiv through the fair look-up
+queue (and then kept); their cards and alerts drawn again; 👍 / 👎; the nearest papers."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.arxiv.lookups import LookupQueue
+from bot.core.clock import Clock
+from bot.core.models import ArxivId, Feedback, Paper
+from bot.delivery.compose import alert_message, digest_continued, load_paper
+from bot.delivery.render import RenderedMessage
+from bot.ranking.service import Ranker
+from bot.storage import Storage
+
+
+class Papers:
+    """Finds, keeps and draws papers for the chats."""
+
+    def __init__(self, storage: Storage, lookups: LookupQueue, ranker: Ranker, clock: Clock,
+                 *, guide: bool) -> None:
+        self._storage = storage
+        self._lookups = lookups
+        self._ranker = ranker
+        self._clock = clock
+        self._guide = guide  # the 🧠 Guide button goes under cards (guides are on)
+
+    async def stored(self, arxiv_id: str, version: int | None = None) -> Paper | None:
+        """The stored paper (its latest version, or version `version`); no arXiv request."""
+        return await self._storage.papers.get(arxiv_id, version)
+
+    async def shown(self, arxiv_id: str, version: int | None) -> Paper | None:
+        """That version of the paper, or its latest stored version if that one is gone."""
+        return await load_paper(self._storage, arxiv_id, version)
+
+    def look_up(self, chat_id: int, arxiv_id: ArxivId) -> asyncio.Future[Paper | None]:
+        """Queue an arXiv look-up in the chat's line (see `LookupQueue.submit`: it raises
+        TooManyLookups at once when the line is full); `kept` awaits it."""
+        return self._lookups.submit(chat_id, arxiv_id)
+
+    async def kept(self, pending: asyncio.Future[Paper | None]) -> Paper | None:
+        """The looked-up paper, stored for the next time; None if arXiv has no such paper.
+        Raises ArxivError when arXiv could not be asked."""
+        found = await pending
+        if found is not None:
+            await self._storage.papers.cache_lookups([found], self._clock.now())
+        return found
+
+    async def find(self, chat_id: int, arxiv_id: ArxivId) -> Paper | None:
+        """The paper from the store, else looked up and kept (`look_up`, `kept`)."""
+        found = await self.stored(arxiv_id.base, arxiv_id.version)
+        if found is not None:
+            return found
+        return await self.kept(self.look_up(chat_id, arxiv_id))
+
+    async def card(self, chat_id: int, lang: str, paper: Paper) -> RenderedMessage:
+        """The paper's card as this chat sees it (saved, by whom, its 👍 / 👎)."""
+        return await alert_message(self._storage, chat_id, lang, paper, None,
+                                   guide=self._guide)
+
+    async def redrawn(self, chat_id: int, message_id: int, lang: str, paper: Paper, *,
+                      expanded: bool) -> RenderedMessage:
+        """Message `message_id` drawn again for `paper`: the same alert if it was one (a
+        revision with what changed), else the paper's card (a card, or a digest's message)."""
+        row = await self._storage.outbox.by_message(chat_id, message_id)
+        if row is not None and row.alert.arxiv_id != paper.arxiv_id:
+            row = None
+        return await alert_message(self._storage, chat_id, lang, paper, row, expanded=expanded,
+                                   guide=self._guide)
+
+    async def digest_more(self, chat_id: int, lang: str, message_id: int,
+                          offset: int) -> list[RenderedMessage]:
+        """The next entries of a capped digest (see `compose.digest_continued`)."""
+        return await digest_continued(self._storage, chat_id, lang, message_id, offset)
+
+    async def rate(self, chat_id: int, arxiv_id: str, label: Feedback | None) -> bool:
+        """Give the chat's 👍 / 👎 label (None clears it); False if the paper is not stored."""
+        if await self._storage.papers.get(arxiv_id) is None:
+            return False
+        await self._storage.feedback.set(chat_id, arxiv_id, label, self._clock.now())
+        return True
+
+    async def similar(self, arxiv_id: str, count: int) -> tuple[Paper | None, list[Paper]]:
+        """The stored paper and up to `count` stored papers nearest to it, best first; (None,
+        []) when it is not stored."""
+        paper = await self._storage.papers.get(arxiv_id)
+        if paper is None:
+            return None, []
+        return paper, await self._ranker.similar(arxiv_id, count)
