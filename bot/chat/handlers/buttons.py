@@ -81,14 +81,14 @@ async def on_save(update: Update, context: BotContext, action: callbacks.ToggleS
     markup = message.reply_markup if isinstance(message, Message) else None
     wanted = _press_intent(markup, paper.arxiv_id, lang)
     member, is_admin = group_member(update), admin_check(update, context)
-    library_ = context.services.library
+    saved_papers = context.services.library
     removal: RemovalResult | None = None
     if wanted is None:
-        removal = await library_.toggle(chat_id, paper.arxiv_id, version, member, is_admin)
+        removal = await saved_papers.toggle(chat_id, paper.arxiv_id, version, member, is_admin)
     elif wanted:
-        await library_.save(chat_id, paper.arxiv_id, version, member)
+        await saved_papers.save(chat_id, paper.arxiv_id, version, member)
     else:
-        removal = await library_.remove(chat_id, paper.arxiv_id, member, is_admin)
+        removal = await saved_papers.remove(chat_id, paper.arxiv_id, member, is_admin)
     if removal is not None and removal.outcome is Removal.REFUSED:
         await query.answer(library.refusal(removal, lang), show_alert=True)
         return

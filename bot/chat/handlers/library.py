@@ -29,6 +29,7 @@ from bot.library.groups import Removal, RemovalResult
 
 log = logging.getLogger(__name__)
 
+
 async def _page_view(context: BotContext, chat_id: int, page: int) -> RenderedMessage:
     shown = await context.services.library.page(chat_id, page)
     return render_saved_page(shown.entries, page=shown.page, total=shown.total,
