@@ -11,8 +11,7 @@ from pathlib import Path
 from bot import __version__
 from bot.config import ConfigError, Settings, configure_logging, load_settings
 from bot.core.redaction import install as install_redaction
-from bot.storage.errors import DatabaseError
-from bot.storage.sqlite.lock import DatabaseLock, DatabaseLocked
+from bot.storage.errors import DatabaseError, DatabaseLocked
 
 log = logging.getLogger("bot")
 
@@ -45,28 +44,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _check_database(path: Path) -> None:
-    """Refuse a database the bot cannot use: damaged, or not writable; it is checked whole
-    (SQLite's quick_check), as a damaged page deep in the file is met only when read."""
-    from bot.core.clock import SystemClock
-    from bot.services.health import check_integrity
-    from bot.storage import Storage
-    from bot.storage.sqlite.db import START_BUSY_TIMEOUT, Database
-
-    # Without migrating: its log lines belong to the start proper (post_init).
-    db = await Database.open(path, migrate=False, busy_timeout=START_BUSY_TIMEOUT)
-    try:
-        await db.check_writable()
-        await check_integrity(Storage(db), SystemClock().now())
-    finally:
-        await db.close()
-
-
 def _run(settings: Settings) -> int:
     # Database trouble (a damaged file, a schema newer than this code) is reported before
     # Telegram is tried (and before the second it takes to import the bot); a database
     # damaged during the run ends it with the same line.
-    asyncio.run(_check_database(settings.database_path))
+    from bot.services.operations import check_database
+
+    asyncio.run(check_database(settings))
 
     from telegram.error import InvalidToken
 
@@ -94,10 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings)
     # Whatever sends or stores alerts holds the database's lock for as long as it runs;
     # a dry run and a backup only read, so they may run beside the bot.
-    lock: DatabaseLock | None = None
+    from bot.services.operations import hold_database
+
+    lock = None
     if args.command in (None, "run") or (args.command == "poll-once" and not args.dry_run):
         try:
-            lock = DatabaseLock(settings.database_path).acquire()
+            lock = hold_database(settings)
         except DatabaseLocked as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -46,7 +46,8 @@ from bot.core.clock import Clock, SystemClock
 from bot.core.i18n import SUPPORTED_LANGUAGES, _, t
 from bot.delivery.pacing import PacedRateLimiter, Pacer
 from bot.services.budget import BudgetPolicy
-from bot.services.container import RunState, Services, Wiring, open_services
+from bot.services.container import Services, Wiring, open_services
+from bot.services.state import RunState
 
 log = logging.getLogger(__name__)
 

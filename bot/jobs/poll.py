@@ -16,6 +16,7 @@ from telegram.ext import CallbackContext, JobQueue
 from bot.core.models import Beat, ChangeStatus
 from bot.jobs.routine import JobCallback, tracked
 from bot.services.container import Services
+from bot.services.health import record_beat
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ async def _poll_and_deliver(services: Services, jobs: JobQueue | None,
     started = time.monotonic()
     report = await services.pipeline.poll()
     if report.sources and not report.failed_sources:
-        await services.storage.heartbeats.beat(Beat.ARXIV_POLL, services.clock.now())
+        await record_beat(services.storage, Beat.ARXIV_POLL, services.clock.now())
     drained = await services.sender.drain()
     log.info(
         "poll done sources=%d failed=%d items=%d new=%d revised=%d seen=%d matches=%d "

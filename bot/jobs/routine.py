@@ -16,7 +16,7 @@ from telegram.ext import CallbackContext
 from bot.core.models import Beat
 from bot.services import daily, upkeep
 from bot.services.container import Services
-from bot.services.health import TELEGRAM_HEARTBEAT_INTERVAL, check_integrity
+from bot.services.health import TELEGRAM_HEARTBEAT_INTERVAL, check_integrity, record_beat
 
 log = logging.getLogger(__name__)
 
@@ -98,4 +98,4 @@ async def telegram_heartbeat_job(services: Services, context: CallbackContext) -
             log.warning("Telegram heartbeat failed (%s)", exc)
             return
     if services.run.telegram_ok_at is not None:
-        await services.storage.heartbeats.beat(Beat.TELEGRAM, services.run.telegram_ok_at)
+        await record_beat(services.storage, Beat.TELEGRAM, services.run.telegram_ok_at)

@@ -11,7 +11,6 @@ running bot sends come from the same construction and cannot drift apart.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from bot.services.ingest import Pipeline
 from bot.services.library import Library
 from bot.services.overview import Overview
 from bot.services.papers import Papers
+from bot.services.state import RunState
 from bot.services.topics import ForumTopics
 from bot.services.trending import Trending
 from bot.sources.huggingface import CommunityPicks
@@ -64,17 +64,6 @@ class Features:
     @classmethod
     def from_settings(cls, settings: Settings) -> Features:
         return cls(guides=settings.guides_enabled, trending=bool(settings.hf_papers_url))
-
-
-@dataclass
-class RunState:
-    """What changes while the bot runs, apart from the database."""
-
-    started_at: float
-    failed_polls: int = 0  # polls in a row with a failed source: sets the retry backoff
-    telegram_ok_at: float | None = None  # the last Bot API call Telegram answered (clock time)
-    # Jobs running right now (polls, drains, digests), for a stop that must end in time.
-    work: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 @dataclass

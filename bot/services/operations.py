@@ -10,16 +10,18 @@ from typing import TYPE_CHECKING
 
 from bot.config import Settings
 from bot.core.clock import SystemClock
-from bot.delivery.compose import Outgoing
-from bot.delivery.sender import DrainReport
-from bot.services.container import open_services
-from bot.services.health import Health, assess
-from bot.services.ingest import PollReport
-from bot.storage.sqlite.db import Database
+from bot.services.health import Health, assess, check_integrity
+from bot.storage import Storage
+from bot.storage.sqlite.db import START_BUSY_TIMEOUT, Database
 from bot.storage.sqlite.heartbeats import HeartbeatRepository
+from bot.storage.sqlite.lock import DatabaseLock
 
 if TYPE_CHECKING:
     from telegram import Bot
+
+    from bot.delivery.compose import Outgoing
+    from bot.delivery.sender import DrainReport
+    from bot.services.ingest import PollReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,9 @@ async def poll_once(settings: Settings, bot: Bot, *, dry_run: bool) -> PollOnce:
 
 
 async def _poll_once(settings: Settings, bot: Bot, *, dry_run: bool) -> PollOnce:
+    # Imported here: `check_database` and `health` run before (or without) the whole bot.
+    from bot.services.container import open_services
+
     async with open_services(settings, bot=bot) as services:
         report = await services.pipeline.poll()
         if dry_run:
@@ -70,6 +75,26 @@ async def _copy_database(source: Path, target: Path) -> None:
         await db.backup(target)
     finally:
         await db.close()
+
+
+async def check_database(settings: Settings) -> None:
+    """Refuse a database the bot cannot use: damaged, or not writable; it is checked whole
+    (SQLite's quick_check), as a damaged page deep in the file is met only when read."""
+    # Without migrating: its log lines belong to the start proper (post_init).
+    db = await Database.open(settings.database_path, migrate=False,
+                             busy_timeout=START_BUSY_TIMEOUT)
+    try:
+        await db.check_writable()
+        await check_integrity(Storage(db), SystemClock().now())
+    finally:
+        await db.close()
+
+
+def hold_database(settings: Settings) -> DatabaseLock:
+    """The database's lock, for whatever sends or stores alerts, held for as long as it runs:
+    two processes sending from one outbox would both send every alert. Raises
+    `DatabaseLocked` at once when another bot holds it."""
+    return DatabaseLock(settings.database_path).acquire()
 
 
 async def backup(settings: Settings, path: Path) -> None:

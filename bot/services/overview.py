@@ -17,7 +17,7 @@ from bot.services.health import Health, assess
 from bot.storage import Storage
 
 if TYPE_CHECKING:
-    from bot.services.container import RunState
+    from bot.services.state import RunState
 
 # The categories /stats counts as AI-related.
 AI_CATEGORIES = ("cs.AI", "cs.LG", "cs.CL", "cs.CV", "cs.NE", "stat.ML")

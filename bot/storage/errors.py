@@ -3,6 +3,8 @@ a PostgreSQL driver's) exceptions, only these, with a message written for the op
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class DatabaseError(Exception):
     """A database the bot cannot use; the message is the one line shown to the operator."""
@@ -15,3 +17,15 @@ class DatabaseDamaged(DatabaseError):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason  # the engine's own words, e.g. "database disk image is malformed"
+
+
+class DatabaseLocked(Exception):
+    """Another process holds the database's lock; the message names the lock and its pid."""
+
+    def __init__(self, lock_path: Path, holder: int | None) -> None:
+        self.lock_path = lock_path
+        self.holder = holder
+        who = f"pid {holder}" if holder is not None else "a process that has not written its pid"
+        super().__init__(
+            f"another bot is running on this database: {lock_path} is held by {who}"
+        )

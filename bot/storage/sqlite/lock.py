@@ -11,17 +11,7 @@ import fcntl
 import os
 from pathlib import Path
 
-
-class DatabaseLocked(Exception):
-    """Another process holds the database's lock; the message names the lock and its pid."""
-
-    def __init__(self, lock_path: Path, holder: int | None) -> None:
-        self.lock_path = lock_path
-        self.holder = holder
-        who = f"pid {holder}" if holder is not None else "a process that has not written its pid"
-        super().__init__(
-            f"another bot is running on this database: {lock_path} is held by {who}"
-        )
+from bot.storage.errors import DatabaseLocked
 
 
 class DatabaseLock:
