@@ -5,10 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.services.budget import COMMAND_COSTS, DEFAULT_COST, BudgetPolicy, CommandBudget
+from bot.chat.commands import COMMANDS
+from bot.services.budget import LOOKUP_COST, BudgetPolicy, CommandBudget
 
 CHAT = 42
-COSTS = st.sampled_from([DEFAULT_COST, *COMMAND_COSTS.values()])
+COSTS = st.sampled_from(sorted({command.cost for command in COMMANDS
+                               if isinstance(command.cost, int)}))
 
 
 @given(costs=st.lists(COSTS, min_size=1, max_size=10),
@@ -40,7 +42,7 @@ def test_a_steady_trickle_of_lookups_runs_dry_on_the_sustained_bucket() -> None:
     budget = CommandBudget()
     allowed = 0
     for second in range(60):
-        decision = budget.charge(CHAT, None, COMMAND_COSTS["paper"], 1000.0 + second)
+        decision = budget.charge(CHAT, None, LOOKUP_COST, 1000.0 + second)
         if not decision.allowed:
             break
         allowed += 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from bot.chat.application import COMMANDS
+from bot.chat.commands import menu
 from bot.core.models import Paper
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
@@ -153,7 +153,8 @@ async def test_lang_zh_switches_an_english_chat_to_chinese(harness: Harness) -> 
 async def test_the_command_menu_for_chinese_users_is_in_chinese(harness: Harness) -> None:
     english = dict(harness.tg.commands[""])
     chinese = dict(harness.tg.commands["zh"])
-    assert english == dict(COMMANDS)
+    assert english == {entry.command: entry.description
+                       for entry in menu("en", harness.services.features)}
     assert set(chinese) == set(english)
     assert chinese["follow"] == "订阅分类、作者、关键词或检索式"
     assert chinese["saved"] == "我的收藏"

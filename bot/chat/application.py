@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
-from telegram import BotCommand, LinkPreviewOptions
+from telegram import LinkPreviewOptions
 from telegram.constants import ParseMode
 from telegram.error import TelegramError
 from telegram.ext import (
@@ -25,25 +25,15 @@ from telegram.ext import (
 )
 from telegram.request import HTTPXRequest
 
+from bot.chat.commands import COMMANDS, menu
 from bot.chat.context import BotContext
 from bot.chat.guard import BudgetGate
-from bot.chat.handlers import (
-    basic,
-    buttons,
-    guides,
-    imports,
-    library,
-    overview,
-    subscriptions,
-    topics,
-    trending,
-)
-from bot.chat.handlers import settings as chat_settings
+from bot.chat.handlers import basic, buttons, imports, topics
 from bot.chat.handlers.common import record_chat
 from bot.chat.update_processor import PerChatUpdateProcessor
 from bot.config import Settings
 from bot.core.clock import Clock, SystemClock
-from bot.core.i18n import SUPPORTED_LANGUAGES, _, t
+from bot.core.i18n import SUPPORTED_LANGUAGES
 from bot.delivery.pacing import PacedRateLimiter, Pacer
 from bot.services.budget import BudgetPolicy
 from bot.services.container import Services, Wiring, open_services
@@ -51,28 +41,6 @@ from bot.services.state import RunState
 
 log = logging.getLogger(__name__)
 
-COMMANDS: tuple[tuple[str, str], ...] = (
-    ("follow", _("Follow a category, author, keyword or query")),
-    ("list", _("Your subscriptions")),
-    ("unfollow", _("Remove a subscription")),
-    ("move", _("In a forum topic: send a subscription's alerts here")),
-    ("saved", _("Your saved papers")),
-    ("export", _("Export saved papers as BibTeX")),
-    ("paper", _("Look up a paper by arXiv ID or link")),
-    ("import", _("Import papers: a .bib file or arXiv IDs")),
-    ("digest", _("Daily digest at a time, or off")),
-    ("pause", _("Pause alerts")),
-    ("resume", _("Resume alerts")),
-    ("tz", _("Set your time zone")),
-    ("lang", _("Language: en or zh")),
-    ("similar", _("Stored papers nearest to a paper")),
-    ("foryou", _("Daily papers your subscriptions missed: on, off or N")),
-    ("stats", _("What arXiv announced lately")),
-    ("help", _("How to write queries; all commands")),
-    ("start", _("Introduction")),
-)
-GUIDE_COMMAND = ("guide", _("AI reading guide of a paper"))  # listed when guides are on
-TRENDING_COMMAND = ("trending", _("Today's Hugging Face community picks"))  # when HF is on
 
 
 # Called once the services are open, before updates are taken: the runtime schedules the jobs.
@@ -115,15 +83,10 @@ async def _post_init(application: Application) -> None:
 async def set_command_menus(application: Application) -> None:
     """The command menu in each language; best effort: the bot works without it."""
     features = application.bot_data["services"].features
-    extra = tuple(command for command, on in ((GUIDE_COMMAND, features.guides),
-                                              (TRENDING_COMMAND, features.trending))
-                  if on)
-    menu = (*COMMANDS[:7], *extra, *COMMANDS[7:])
     try:
         for language in SUPPORTED_LANGUAGES:
-            commands = [BotCommand(name, t(language, text)) for name, text in menu]
             await application.bot.set_my_commands(
-                commands, language_code=None if language == "en" else language
+                menu(language, features), language_code=None if language == "en" else language
             )
     except TelegramError as exc:
         log.warning("could not set the command menu (%s); starting anyway", exc)
@@ -181,27 +144,8 @@ def build_application(
     processor.admission = BudgetGate(application)
     application.add_handler(TypeHandler(object, record_chat), group=-1)
 
-    application.add_handler(CommandHandler("start", basic.start))
-    application.add_handler(CommandHandler("help", basic.help_command))
-    application.add_handler(CommandHandler("follow", subscriptions.follow))
-    application.add_handler(CommandHandler("unfollow", subscriptions.unfollow))
-    application.add_handler(CommandHandler("list", subscriptions.list_subscriptions))
-    application.add_handler(CommandHandler("move", subscriptions.move))
-    application.add_handler(CommandHandler("saved", library.saved))
-    application.add_handler(CommandHandler("export", library.export))
-    application.add_handler(CommandHandler("paper", library.paper))
-    application.add_handler(CommandHandler("import", imports.import_command))
-    application.add_handler(CommandHandler("guide", guides.guide))
-    application.add_handler(CommandHandler("trending", trending.trending))
-    application.add_handler(CommandHandler("similar", library.similar))
-    application.add_handler(CommandHandler("foryou", chat_settings.for_you))
-    application.add_handler(CommandHandler("pause", chat_settings.pause))
-    application.add_handler(CommandHandler("resume", chat_settings.resume))
-    application.add_handler(CommandHandler("digest", chat_settings.digest))
-    application.add_handler(CommandHandler("tz", chat_settings.timezone))
-    application.add_handler(CommandHandler("lang", chat_settings.language))
-    application.add_handler(CommandHandler("stats", overview.stats))
-    application.add_handler(CommandHandler("status", overview.status))
+    for command in COMMANDS:
+        application.add_handler(CommandHandler(command.name, command.handler))
     application.add_handler(CallbackQueryHandler(buttons.on_button))
     # Last in the group: a command nobody above handled.
     application.add_handler(MessageHandler(filters.COMMAND, basic.unknown_command))

@@ -1,4 +1,4 @@
-"""The command budget at the chat edge: every update is charged on arrival (see `app.py`)."""
+"""The command budget at the chat edge: every update is charged on arrival (`application.py`)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,12 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import Application
 
+from bot.chat.commands import command_cost
 from bot.chat.handlers.common import clean_argument
 from bot.chat.handlers.imports import MIN_MESSAGE_IDS, ids_named, is_import_upload
 from bot.core.i18n import language_from_telegram, t
 from bot.core.models import ArxivId
-from bot.services.budget import (
-    DEFAULT_COST,
-    LOOKUP_COST,
-    Decision,
-    command_cost,
-    import_cost,
-    upload_cost,
-)
+from bot.services.budget import DEFAULT_COST, LOOKUP_COST, Decision, import_cost, upload_cost
 from bot.services.container import Services
 
 log = logging.getLogger(__name__)
@@ -104,9 +98,7 @@ def update_cost(update: Update, bot_username: str | None) -> int | None:
         name, _, addressee = command.partition("@")
         if addressee and addressee.lower() != (bot_username or "").lower():
             return None
-        if name.lower() == "import":
-            return import_cost(ids_named(message.text))
-        return command_cost(name)
+        return command_cost(name, message.text)
     if message.chat.type != ChatType.PRIVATE or update.message is None:
         return None  # group chatter and edited text get no answer, so they cost nothing
     text = clean_argument(message.text)

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 from bot.arxiv.lookups import BATCH_SIZE
 
-# What a command costs from the sustained bucket. Costly ones reach arXiv, build large files
-# or run the matcher over a week of papers.
+# What a request costs from the sustained bucket. Costly ones reach arXiv or an LLM, build
+# large files or run the matcher over a week of papers. Which command costs what is written
+# in the chat's command table (`bot/chat/commands.py`), in these units.
 DEFAULT_COST = 1
-COMMAND_COSTS: dict[str, int] = {"paper": 3, "export": 3, "follow": 3, "guide": 3,
-                                  "trending": 3}
-LOOKUP_COST = COMMAND_COSTS["paper"]  # an arXiv id or link pasted in a private chat
+COSTLY_COST = 3
+LOOKUP_COST = COSTLY_COST  # `/paper`, or an arXiv id or link pasted in a private chat
 
 
 # An import costs what its look-ups would cost as `/paper`s: one per arXiv request of
@@ -41,11 +41,6 @@ def upload_cost(size: int | None) -> int:
     if size is None:
         return IMPORT_MAX_COST
     return import_cost(math.ceil(size / IMPORT_BYTES_PER_ENTRY))
-
-
-def command_cost(name: str) -> int:
-    """The cost of `/name` (case-insensitive)."""
-    return COMMAND_COSTS.get(name.lower(), DEFAULT_COST)
 
 
 @dataclass(frozen=True, slots=True)

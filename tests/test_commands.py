@@ -1,0 +1,100 @@
+"""The command table is the one list of commands: the handlers the bot registers, its menu,
+/help and the costs are all read from it, so a command added anywhere else fails here."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+from telegram.ext import CommandHandler
+
+from bot.chat.application import build_application
+from bot.chat.commands import BY_NAME, COMMANDS, Chats, command_cost, help_text, menu
+from bot.config import load_settings
+from bot.core.i18n import SUPPORTED_LANGUAGES
+from bot.services.budget import COSTLY_COST, DEFAULT_COST, IMPORT_MAX_COST, LOOKUP_COST
+from bot.services.container import Features
+
+ALL_FEATURES = Features(guides=True, trending=True)
+NO_FEATURES = Features(guides=False, trending=False)
+# /help is the answer to these: it names neither itself nor the greeting, and the private
+# /help has no room left for /foryou (see the length test below).
+NOT_IN_HELP = {"help", "start", "foryou"}
+CHAT_KINDS = (Chats.PRIVATE, Chats.GROUP, Chats.FORUM)
+
+
+def visible(text: str) -> str:
+    """What Telegram shows of an HTML message."""
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def test_the_bot_registers_a_handler_for_each_row_and_no_other_command(tmp_path: Path) -> None:
+    settings = load_settings({"TELEGRAM_BOT_TOKEN": "123:abc",
+                              "DATABASE_PATH": str(tmp_path / "bot.sqlite3")}, env_file=None)
+    application = build_application(settings)
+    registered = {name: handler.callback
+                  for handlers in application.handlers.values() for handler in handlers
+                  if isinstance(handler, CommandHandler) for name in handler.commands}
+    assert registered == {command.name: command.handler for command in COMMANDS}
+
+
+def test_names_are_unique_and_as_telegram_accepts_them() -> None:
+    assert len(BY_NAME) == len(COMMANDS)
+    for command in COMMANDS:
+        assert re.fullmatch(r"[a-z0-9_]{1,32}", command.name), command.name
+
+
+@pytest.mark.parametrize("features", [NO_FEATURES, Features(guides=True, trending=False),
+                                      ALL_FEATURES])
+def test_the_menu_lists_every_row_with_menu_text_whose_feature_is_on(features: Features) -> None:
+    expected = [command.name for command in COMMANDS if command.menu is not None
+                and (command.needs is None or command.needs.on(features))]
+    assert not {command.name for command in COMMANDS if command.operators_only} & set(expected)
+    for language in SUPPORTED_LANGUAGES:
+        entries = menu(language, features)
+        assert [entry.command for entry in entries] == expected
+        for entry in entries:
+            assert 1 <= len(entry.description) <= 256  # what Telegram accepts
+
+
+@pytest.mark.parametrize("language", SUPPORTED_LANGUAGES)
+@pytest.mark.parametrize("where", CHAT_KINDS)
+def test_help_names_every_command_offered_in_the_chat_and_no_other(
+        language: str, where: Chats) -> None:
+    text = help_text(language, where, ALL_FEATURES)
+    named = set(re.findall(r"/([a-z]+)\b", visible(text)))
+    offered = {command.name for command in COMMANDS if where & command.offered}
+    assert offered - NOT_IN_HELP <= named
+    assert not ({command.name for command in COMMANDS} - offered) & named
+    for command in COMMANDS:
+        if command.operators_only:
+            assert command.help is not None and "operators only" in command.help.text
+
+
+def test_help_leaves_out_the_commands_of_features_that_are_off() -> None:
+    for where in CHAT_KINDS:
+        off = help_text("en", where, NO_FEATURES)
+        assert "/guide" not in off and "/trending" not in off
+        on = help_text("en", where, ALL_FEATURES)
+        assert "/guide" in on and "/trending" in on
+
+
+@pytest.mark.parametrize("language", SUPPORTED_LANGUAGES)
+def test_a_private_help_fits_in_1500_characters(language: str) -> None:
+    assert len(visible(help_text(language, Chats.PRIVATE, NO_FEATURES))) <= 1500
+
+
+def test_every_row_costs_what_the_budget_charged_before_the_table() -> None:
+    costly = {"paper", "export", "follow", "guide", "trending"}
+    for command in COMMANDS:
+        cost = command_cost(command.name.upper(), f"/{command.name}")
+        if command.name == "import":
+            assert cost == LOOKUP_COST, "a bare /import: a file follows"
+        else:
+            assert cost == (COSTLY_COST if command.name in costly else DEFAULT_COST), command.name
+    assert command_cost("paper", "/paper 2611.10001") == LOOKUP_COST
+    ids = " ".join(f"2611.{10000 + n}" for n in range(1000))
+    assert command_cost("import", f"/import {ids}") == IMPORT_MAX_COST
+    assert command_cost("frobnicate", "/frobnicate") == DEFAULT_COST
