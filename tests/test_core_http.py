@@ -11,8 +11,10 @@ import pytest
 
 from bot import __version__
 from bot.core.http import (
+    BodyTooLarge,
     RetryPolicy,
     Transient,
+    read_capped,
     refusal,
     retry_after_seconds,
     user_agent,
@@ -103,3 +105,45 @@ def test_an_error_status_is_worth_another_try_only_when_it_says_not_now(
         assert raised.retry_after == 7.0
     else:
         assert raised is failure
+
+
+class CountedBody(httpx.AsyncByteStream):
+    """`total` bytes in 64 kB chunks, counting how many were handed out."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.handed_out = 0
+
+    async def __aiter__(self):  # type: ignore[override]
+        while self.handed_out < self.total:
+            chunk = b"x" * min(64 * 1024, self.total - self.handed_out)
+            self.handed_out += len(chunk)
+            yield chunk
+
+
+async def capped_body(body: CountedBody, headers: dict[str, str], limit: int) -> bytes:
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, headers=headers,
+                                                                    stream=body))
+    async with httpx.AsyncClient(transport=transport) as http, \
+            http.stream("GET", "http://files.test/x") as response:
+        return await read_capped(response, limit)
+
+
+@pytest.mark.parametrize("headers", [{}, {"Content-Length": "1000"}],
+                         ids=["no-length", "a-lying-length"])
+async def test_a_body_over_the_limit_is_abandoned_as_it_streams(headers: dict[str, str]) -> None:
+    body = CountedBody(200 * 1024 * 1024)
+    with pytest.raises(BodyTooLarge):
+        await capped_body(body, headers, 1024 * 1024)
+    assert body.handed_out <= 1024 * 1024 + 64 * 1024, "reading stopped at the limit"
+
+
+async def test_a_declared_length_over_the_limit_is_refused_before_reading() -> None:
+    body = CountedBody(5000)
+    with pytest.raises(BodyTooLarge):
+        await capped_body(body, {"Content-Length": "5000"}, 4999)
+    assert body.handed_out == 0
+
+
+async def test_a_body_within_the_limit_is_read_whole() -> None:
+    assert await capped_body(CountedBody(4999), {}, 4999) == b"x" * 4999

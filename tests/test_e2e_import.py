@@ -6,6 +6,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+from telegram import File
+
+from bot.chat.handlers.imports import download
+from bot.core.http import BodyTooLarge
 from bot.core.models import Paper
 from bot.importer.parse import MAX_IMPORT_BYTES
 from tests.conftest import Harness, make_paper
@@ -161,3 +166,15 @@ async def test_in_a_group_only_a_file_captioned_import_is_read_and_the_importer_
     rows = await harness.services.storage.db.fetchall(
         "SELECT saved_by, saved_by_name FROM saved WHERE chat_id = ?", (group,))
     assert [tuple(row) for row in rows] == [(member, "Grace")] * 2
+
+
+async def test_a_local_bot_api_servers_file_is_read_no_further_than_the_limit(
+        tmp_path: Path) -> None:
+    """A local Bot API server (2 GB files) may hand a path on this machine instead of a URL."""
+    big, small = tmp_path / "big.bib", tmp_path / "small.bib"
+    big.write_bytes(b"%" * (MAX_IMPORT_BYTES + 1))
+    small.write_bytes(b"@misc{a}\n")
+    with pytest.raises(BodyTooLarge):
+        await download(File("id", "unique", file_path=str(big)), MAX_IMPORT_BYTES)
+    assert await download(File("id", "unique", file_path=str(small)),
+                          MAX_IMPORT_BYTES) == b"@misc{a}\n"

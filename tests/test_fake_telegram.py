@@ -325,6 +325,28 @@ async def test_a_users_file_is_fetched_with_get_file_and_the_download_url(
     assert wrong_token.status_code == 404 and fake_telegram.downloads == [path]
 
 
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_a_lying_server_streams_more_than_get_file_claims(
+    fake_telegram: FakeTelegram, chunked: bool,  # noqa: F811
+) -> None:
+    fake_telegram.send_document(CHAT, b"@misc{x,}\n", "big.bib", file_size=1000,
+                                served_size=5_000_003, get_file_size=1000, chunked=chunked)
+    async with Bot(fake_telegram.token, base_url=fake_telegram.base_url,
+                   base_file_url=f"{fake_telegram.api_url}/file/bot") as bot:
+        [update] = await bot.get_updates()
+        file = await update.message.document.get_file()
+        assert (update.message.document.file_size, file.file_size) == (1000, 1000)
+        async with httpx.AsyncClient() as http, http.stream("GET", file.file_path) as response:
+            assert response.headers.get("content-length") == (None if chunked else "5000003")
+            received = 0
+            async for chunk in response.aiter_raw():
+                received += len(chunk)
+    assert received == 5_000_003
+    [path] = fake_telegram.downloads
+    assert fake_telegram.download(fake_telegram.token, path)[:20] == b"@misc{x,}\n" * 2
+    assert fake_telegram.server_errors == []
+
+
 async def test_commands_are_stored_per_language(
     bot: Bot,
     fake_telegram: FakeTelegram,  # noqa: F811

@@ -43,6 +43,28 @@ def polite_client(*, contact: str = "", headers: dict[str, str] | None = None,
                              timeout=httpx.Timeout(timeout), **options)
 
 
+class BodyTooLarge(Exception):
+    """A response body longer than its reader's limit (what the server claimed aside)."""
+
+
+async def read_capped(response: httpx.Response, limit: int) -> bytes:
+    """A streamed response's body, abandoned as soon as it passes `limit` bytes.
+
+    A Content-Length over the limit refuses it before a byte is read; one under it is not
+    believed. The bytes are read raw (ask for `Accept-Encoding: identity`), since one
+    compressed chunk could decode to far more than the limit at once.
+    """
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"the body is {declared} bytes, over {limit}")
+    body = bytearray()
+    async for chunk in response.aiter_raw():
+        if len(body) + len(chunk) > limit:
+            raise BodyTooLarge(f"the body passed {limit} bytes")
+        body += chunk
+    return bytes(body)
+
+
 def retry_after_seconds(value: str | None) -> float | None:
     """A Retry-After header as seconds from now (it is a number of seconds or an HTTP date);
     None when absent or unreadable."""

@@ -474,11 +474,30 @@ class _Upload(NamedTuple):
 
 @dataclass(frozen=True)
 class _UserFile:
-    """A file a user sent, served by getFile and the file download URL."""
+    """A file a user sent, served by getFile and the file download URL.
+
+    The download streams `served_size` bytes (`content` repeated, never held whole); getFile
+    says `claimed_size`. Both are the content's length unless the test makes Telegram lie.
+    """
 
     file_id: str
     path: str
     content: bytes
+    served_size: int
+    claimed_size: int | None
+    chunked: bool = False  # sent without a Content-Length, in chunks
+
+    def chunks(self, size: int = 64 * 1024) -> Iterator[bytes]:
+        """The served bytes, `size` at a time."""
+        if self.served_size == len(self.content):
+            yield self.content
+            return
+        pattern = self.content or b" "
+        block = pattern * max(1, size // len(pattern))
+        left = self.served_size
+        while left > 0:
+            yield block[:left]
+            left -= len(block)
 
 
 class _ApiError(Exception):
@@ -634,13 +653,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.do_POST()
             return
         self._read_body()
-        content = self.server.fake.download(unquote(match[1]), unquote(match[2]))
-        status, data = (200, content) if content is not None else (404, b"Not Found")
-        self.send_response(status)
+        found = self.server.fake._user_file(unquote(match[1]), unquote(match[2]))
+        if found is None:
+            self.send_response(404)
+            self.send_header("Content-Length", "9")
+            self.end_headers()
+            self.wfile.write(b"Not Found")
+            return
+        self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(data)))
+        if found.chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(found.served_size))
         self.end_headers()
-        self.wfile.write(data)
+        # A client that stops reading closes the connection: the OSError ends this thread
+        # quietly (handle_error), as it would end Telegram's upload to it.
+        for chunk in found.chunks():
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if found.chunked else chunk)
+        if found.chunked:
+            self.wfile.write(b"0\r\n\r\n")
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -882,6 +914,9 @@ class FakeTelegram:
         caption: str | None = None,
         mime_type: str | None = None,
         file_size: int | None = -1,
+        served_size: int | None = None,
+        get_file_size: int | None = -1,
+        chunked: bool = False,
         user_id: int | None = None,
         chat_type: str | None = None,
         language_code: str | None = "en",
@@ -894,13 +929,20 @@ class FakeTelegram:
 
         ``file_size`` is what the update reports: the content's length unless given (``None``
         leaves it out, as Telegram may). ``downloads`` lists what the bot fetched.
+        A lying server: ``served_size`` makes the download stream that many bytes (``content``
+        repeated, so 200 MB cost the test no memory) and ``get_file_size`` is what getFile says
+        (the served size unless given; ``None`` leaves it out); ``chunked`` sends the download
+        without a Content-Length.
         """
         with self._cond:
             message = self._user_message(chat_id, user_id, chat_type, language_code,
                                          first_name, username, title)
             number = next(self._ids)
             file_id = f"BQACAgIAAxUser{number:08d}"
-            self._user_files[file_id] = _UserFile(file_id, f"documents/file_{number}", content)
+            served = len(content) if served_size is None else served_size
+            self._user_files[file_id] = _UserFile(
+                file_id, f"documents/file_{number}", content, served,
+                served if get_file_size == -1 else get_file_size, chunked)
             document: dict[str, Any] = {"file_id": file_id, "file_unique_id": file_id[-12:],
                                         "file_name": filename}
             if mime_type is not None:
@@ -932,14 +974,18 @@ class FakeTelegram:
 
     def download(self, token: str, file_path: str) -> bytes | None:
         """The content served at ``/file/bot<token>/<file_path>``; None: 404 as Telegram."""
+        found = self._user_file(token, file_path)
+        return None if found is None else b"".join(found.chunks())
+
+    def _user_file(self, token: str, file_path: str) -> _UserFile | None:
+        """The file a download of ``/file/bot<token>/<file_path>`` is for, recorded."""
         with self._cond:
             if token != self.token:
                 return None
             found = next((f for f in self._user_files.values() if f.path == file_path), None)
-            if found is None:
-                return None
-            self._downloads.append(file_path)
-            return found.content
+            if found is not None:
+                self._downloads.append(file_path)
+            return found
 
     def send_command(self, chat_id: int, command: str, **kwargs: Any) -> int:
         """A user sends ``/cmd args`` (or ``/cmd@botname``); returns the message id.
@@ -1779,10 +1825,13 @@ class FakeTelegram:
         found = self._user_files.get(str(params.get("file_id", "")))
         if found is None:
             raise _bad_request("invalid file_id")
-        if len(found.content) > MAX_DOWNLOAD_BYTES:
+        if (found.claimed_size or 0) > MAX_DOWNLOAD_BYTES:
             raise _bad_request("file is too big")
-        return {"file_id": found.file_id, "file_unique_id": found.file_id[-12:],
-                "file_size": len(found.content), "file_path": found.path}
+        result = {"file_id": found.file_id, "file_unique_id": found.file_id[-12:],
+                  "file_path": found.path}
+        if found.claimed_size is not None:
+            result["file_size"] = found.claimed_size
+        return result
 
     def _set_my_commands(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
         commands = params.get("commands")

@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
 
-from telegram import Message, Update
+import httpx
+from telegram import File, Message, Update
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 
 from bot.chat.context import BotContext
 from bot.chat.handlers.common import command_argument, group_member, reply
 from bot.chat.progress import Progress
+from bot.core.http import BodyTooLarge, polite_client, read_capped
 from bot.core.i18n import t, tn
 from bot.importer.parse import (
     MAX_IMPORT_BYTES,
@@ -31,6 +35,7 @@ log = logging.getLogger(__name__)
 # In a group a file is for the bot only when its caption says so; in a private chat, always.
 IMPORT_CAPTION = re.compile(r"^/import(?:@\w+)?(?:\s|$)", re.IGNORECASE)
 MIN_MESSAGE_IDS = 2  # one ID alone in a message shows that paper's card instead
+DOWNLOAD_SECONDS = 60.0  # a whole upload's download: 1 MB takes well under a second
 LIMIT_TEXT = f"{MAX_IMPORT_BYTES // (1024 * 1024)} MB"
 
 
@@ -64,8 +69,12 @@ async def on_document(update: Update, context: BotContext) -> None:
         if file.file_size is not None and file.file_size > MAX_IMPORT_BYTES:
             await reply(update, context, refusal(context.lang, ImportProblem.TOO_LARGE))
             return
-        data = bytes(await file.download_as_bytearray())
-    except TelegramError as exc:
+        data = await download(file, MAX_IMPORT_BYTES)
+    except BodyTooLarge:
+        # The sizes Telegram reported were wrong (or absent): the download itself said so.
+        await reply(update, context, refusal(context.lang, ImportProblem.TOO_LARGE))
+        return
+    except (TelegramError, DownloadFailed) as exc:
         log.info("could not download an upload in chat %s: %s", update.effective_chat.id, exc)
         await reply(update, context, t(
             context.lang, "I could not download that file from Telegram; please send it again."))
@@ -77,6 +86,46 @@ async def on_document(update: Update, context: BotContext) -> None:
         await reply(update, context, refusal(context.lang, exc.problem))
         return
     await run_import(update, context, source)
+
+
+class DownloadFailed(Exception):
+    """Telegram's file server did not hand over the file."""
+
+
+async def download(file: File, limit: int) -> bytes:
+    """An uploaded file's bytes, read in chunks and given up past `limit` (`BodyTooLarge`)
+    whatever getFile claimed, so no more than `limit` bytes are ever held.
+
+    PTB's `download_as_bytearray` would read it whole first. A local Bot API server (which
+    allows 2 GB) may give a path on this machine instead of a URL; that is read the same way.
+    """
+    path = file.file_path or ""
+    if not path.startswith(("http://", "https://")):
+        return await asyncio.to_thread(_read_local, Path(path), limit)
+    parts = urlsplit(path)
+    url = urlunsplit(parts._replace(path=quote(parts.path)))  # as PTB encodes it
+    try:
+        async with (asyncio.timeout(DOWNLOAD_SECONDS),
+                    polite_client(headers={"Accept-Encoding": "identity"},
+                                  timeout=DOWNLOAD_SECONDS) as http,
+                    http.stream("GET", url) as response):
+            if response.status_code != 200:
+                raise DownloadFailed(f"the file server answered {response.status_code}")
+            return await read_capped(response, limit)
+    except (httpx.HTTPError, TimeoutError) as exc:
+        # Named by type only: the URL carries the bot's token.
+        raise DownloadFailed(f"the download failed ({type(exc).__name__})") from None
+
+
+def _read_local(path: Path, limit: int) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise DownloadFailed(f"the file could not be read ({exc.strerror})") from None
+    if len(data) > limit:
+        raise BodyTooLarge(f"the file passed {limit} bytes")
+    return data
 
 
 async def import_command(update: Update, context: BotContext) -> None:
