@@ -16,6 +16,7 @@ from telegram.ext import Application, ApplicationHandlerStop, CallbackContext
 
 from bot import __version__
 from bot.chat.application import build_application
+from bot.chat.webhook import WebhookUpdater
 from bot.config import Settings
 from bot.core.clock import Clock
 from bot.delivery.pacing import Pacer
@@ -44,7 +45,12 @@ def build_bot(settings: Settings, clock: Clock | None = None, *, pacer: Pacer | 
     def start_jobs(application: Application, services: Services) -> None:
         schedule_jobs(application.job_queue, services)
 
-    return build_application(settings, clock, on_ready=start_jobs, pacer=pacer, budget=budget)
+    application = build_application(settings, clock, on_ready=start_jobs, pacer=pacer,
+                                    budget=budget)
+    if settings.webhook_url:
+        # Our own webhook server (bot/chat/webhook.py): PTB's reads every body whole first.
+        application.updater = WebhookUpdater(application.bot, application.update_queue)
+    return application
 
 
 def connect_delay(attempt: int) -> float:
