@@ -33,7 +33,7 @@ from bot.config import load_settings
 from bot.core.clock import SystemClock
 from bot.core.models import Alert
 from bot.delivery.sender import Sender
-from bot.storage import Storage
+from bot.storage import Storage, open_storage
 from tests.fakes.feedgen import synth_papers
 from tests.fakes.telegram_server import DEFAULT_TOKEN, FakeTelegram
 
@@ -79,7 +79,7 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
             "DATABASE_PATH": str(Path(folder) / "bench.sqlite3"),
         }
         settings = load_settings(env, env_file=None)
-        storage = await Storage.open(settings.database_path)
+        storage = await open_storage(settings.database_path)
         try:
             await seed(storage, alerts, groups, clock.now())
             application = build_application(settings, clock)

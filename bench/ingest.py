@@ -34,7 +34,7 @@ from bot.config import load_settings
 from bot.core.clock import ManualClock
 from bot.query.service import SubscriptionService
 from bot.services.ingest import Pipeline
-from bot.storage import Storage
+from bot.storage import open_storage
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed, synth_papers
 
@@ -51,7 +51,7 @@ async def _timed(step: Callable[[], Awaitable[object]]) -> tuple[float, float, o
 
 async def _ingest_twice(body: bytes, folder: Path) -> dict[str, float | str]:
     """Parse + upsert into a fresh database, then the same feed again."""
-    storage = await Storage.open(folder / "bench.sqlite3")
+    storage = await open_storage(folder / "bench.sqlite3")
     try:
         figures: dict[str, float | str] = {}
         for label, now in (("first", 1.0), ("again", 2.0)):
@@ -81,7 +81,7 @@ async def _pipeline_polls(body: bytes, folder: Path) -> dict[str, float | str]:
             "ARXIV_MIN_INTERVAL_SECONDS": "0",
         }, env_file=None)
         clock = ManualClock()
-        storage = await Storage.open(settings.database_path)
+        storage = await open_storage(settings.database_path)
         try:
             subscriptions = SubscriptionService(storage, clock)
             await subscriptions.load()
@@ -117,7 +117,7 @@ def _profile(body: bytes, top: int = 6) -> str:
     profiler = cProfile.Profile()
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as folder:
         async def once() -> None:
-            storage = await Storage.open(Path(folder) / "profile.sqlite3")
+            storage = await open_storage(Path(folder) / "profile.sqlite3")
             try:
                 profiler.enable()
                 papers = parse_rss(body).papers

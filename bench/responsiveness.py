@@ -46,7 +46,8 @@ from bot.core.clock import SystemClock
 from bot.delivery.pacing import Pacer
 from bot.query.parser import QueryError, canonical, parse
 from bot.services.budget import UNLIMITED
-from bot.storage import Database, Storage
+from bot.storage import open_storage
+from bot.storage.sqlite.db import Database
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
 from tests.fakes.telegram_server import FakeTelegram
@@ -164,7 +165,7 @@ async def run(options: argparse.Namespace) -> None:
     papers = [corpus.paper(number) for number in range(PAPERS)]
     folder = Path(tempfile.mkdtemp(prefix="bench-responsiveness-"))
     database = folder / "bot.sqlite3"
-    storage = await Storage.open(database)  # creates the schema
+    storage = await open_storage(database)  # creates the schema
     await storage.close()
     started = time.perf_counter()
     stored = seed(database, corpus)

@@ -92,7 +92,7 @@ from bot.query.service import SubscriptionService
 from bot.services.daily import send_due_digests
 from bot.services.ingest import Pipeline
 from bot.services.upkeep import prune
-from bot.storage import Storage
+from bot.storage import open_storage
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import listing_page, rss_feed
 from tests.fakes.telegram_server import FakeTelegram, SentMessage
@@ -770,7 +770,7 @@ class Soak:
             "ARXIV_MIN_INTERVAL_SECONDS": "0", "LOG_LEVEL": "WARNING",
         }
         self.settings = load_settings(env, env_file=None)
-        self.storage = await Storage.open(self.settings.database_path)
+        self.storage = await open_storage(self.settings.database_path)
         self.subscriptions = SubscriptionService(self.storage, self.clock)
         await self.subscriptions.load()
         now = self.clock.now()
@@ -936,9 +936,8 @@ class Soak:
         self.loads.append(os.getloadavg()[0])
         if self.args.verbose:
             # The database's size a day at a time shows when pruning reaches a steady state.
-            db_mb = await self.storage.db.size_bytes() / 2**20
-            free_mb = int(await self.storage.db.fetchval("PRAGMA freelist_count")) * int(
-                await self.storage.db.fetchval("PRAGMA page_size")) / 2**20
+            db_mb = await self.storage.size_bytes() / 2**20
+            free_mb = await self.storage.free_bytes() / 2**20
             papers = await self.storage.papers.count()
             print(f"day {day + 1:2d} {midnight:%a %Y-%m-%d}: {self.messages:,} messages so far, "
                   f"RSS {self.memory[-1][0]:.0f} MB, database {db_mb:.1f} MB "
@@ -967,9 +966,8 @@ async def run(args: argparse.Namespace) -> int:
         await soak.run_day(args.days, settle=True)  # digests and resumed chats catch up
         outbox = await soak.storage.outbox.counts()
         papers = await soak.storage.papers.count()
-        db_bytes = await soak.storage.db.size_bytes()
-        free_bytes = int(await soak.storage.db.fetchval("PRAGMA freelist_count")) * int(
-            await soak.storage.db.fetchval("PRAGMA page_size"))
+        db_bytes = await soak.storage.size_bytes()
+        free_bytes = await soak.storage.free_bytes()
         files = sum(p.stat().st_size for p in folder.iterdir())
         checked = world.call("report")
     finally:

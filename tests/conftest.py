@@ -6,8 +6,9 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -158,6 +159,13 @@ class Harness:
 
     async def drain(self) -> None:
         await self.services.sender.drain()
+
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        """Rows as last committed, read from the SQLite file itself: what a test checks
+        beneath the repositories."""
+        uri = f"{self.settings.database_path.resolve().as_uri()}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            return db.execute(sql, params).fetchall()
 
     @contextlib.asynccontextmanager
     async def backoff_recorded(self) -> AsyncIterator[RecordingSleep]:

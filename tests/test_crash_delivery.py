@@ -26,7 +26,7 @@ from pathlib import Path
 from bot.core.clock import SystemClock
 from bot.core.models import Paper
 from bot.query.service import SubscriptionService
-from bot.storage import Storage
+from bot.storage import open_storage
 from tests.conftest import TOKEN, make_paper
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
@@ -46,7 +46,7 @@ def papers() -> list[Paper]:
 
 
 async def seed(database: Path) -> None:
-    storage = await Storage.open(database)
+    storage = await open_storage(database)
     try:
         clock = SystemClock()
         subscriptions = SubscriptionService(storage, clock)

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bot.storage import Storage
+from bot.storage import open_storage
 from tests.conftest import TOKEN
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
@@ -84,7 +84,7 @@ def seed_on_failure(seed: int, run: int) -> Iterator[None]:
 
 
 async def seed_database(database: Path) -> None:
-    storage = await Storage.open(database)
+    storage = await open_storage(database)
     try:
         await seed_for_you(storage, CHAT_IDS, time.time(), paused=(PAUSED,))
     finally:

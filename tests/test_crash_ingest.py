@@ -18,7 +18,7 @@ from pathlib import Path
 from bot.delivery.compose import DIGEST_MAX_ENTRIES
 from bot.query.matcher import evaluate
 from bot.query.parser import canonical, parse
-from bot.storage import Storage
+from bot.storage import open_storage
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed, synth_papers
 from tests.fakes.telegram_server import FakeTelegram
@@ -43,7 +43,7 @@ def poll_once(tmp_path: Path, tg: FakeTelegram, arxiv: FakeArxivServer) -> subpr
 
 
 async def seed(path: Path) -> None:
-    store = await Storage.open(path)
+    store = await open_storage(path)
     try:
         await store.chats.record(77, "private", "Ada", "en", time.time())
         await store.subscriptions.add(77, QUERY, QUERY, time.time())

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from bot import runtime
-from bot.storage import Storage
 from bot.storage.errors import DatabaseDamaged, DatabaseError
+from bot.storage.sqlite.storage import SqliteStorage
 from tests.conftest import Harness, make_paper, make_settings
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import FakeTelegram
@@ -48,7 +48,7 @@ def start(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 async def make_database(path: Path, papers: int = 200) -> None:
     """A real database of several hundred pages: a chat that saved every paper."""
-    storage = await Storage.open(path)
+    storage = await SqliteStorage.open(path)
     try:
         await storage.chats.record(CHAT, "private", "Ada", "en", 1_790_000_000.0)
         batch = [make_paper(n, abstract="Sparse attention at scale. " * 110)
@@ -213,7 +213,7 @@ async def test_a_drain_takes_a_damaged_database_for_everyone_s_trouble_not_one_c
 
 async def test_a_full_disk_fails_the_write_in_the_operator_s_words_and_the_database_goes_on(
         tmp_path: Path) -> None:
-    storage = await Storage.open(tmp_path / "bot.sqlite3")
+    storage = await SqliteStorage.open(tmp_path / "bot.sqlite3")
     papers = [make_paper(n, abstract="Sparse attention at scale. " * 110) for n in range(1, 40)]
     try:
         pages = await storage.db.fetchval("PRAGMA page_count")

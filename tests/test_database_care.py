@@ -12,7 +12,7 @@ import pytest
 
 from bot.core.models import Alert, ForYouPick, ForYouRound
 from bot.services.upkeep import prune
-from bot.storage import Storage
+from bot.storage import open_storage
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 from tests.conftest import Harness, make_paper
@@ -47,7 +47,7 @@ async def test_backup_command_copies_the_live_database(harness: Harness, tmp_pat
 
 async def test_prune_forgets_old_deliveries_and_papers_but_keeps_the_library(
         tmp_path: Path) -> None:
-    store = await Storage.open(tmp_path / "bot.sqlite3")
+    store = await open_storage(tmp_path / "bot.sqlite3")
     try:
         start = 1_790_000_000.0
         await store.chats.record(1, "private", "Ada", "en", start)
@@ -102,7 +102,7 @@ async def test_a_for_you_setting_from_before_its_outbox_queues_to_general(
     await db.execute("INSERT INTO foryou (chat_id, count, enabled_at) VALUES (1, 5, 0)")
     await db.close()
 
-    store = await Storage.open(path)
+    store = await open_storage(path)
     try:
         round_ = ForYouRound(1, "2026-12-01", (ForYouPick("2611.10001", 1, None, ("graph",)),))
         assert await store.for_you_outbox.enqueue([round_], 100.0) == 1
@@ -115,7 +115,7 @@ async def test_a_for_you_setting_from_before_its_outbox_queues_to_general(
 
 
 async def test_prune_forgets_old_for_you_messages_and_expires_held_ones(tmp_path: Path) -> None:
-    store = await Storage.open(tmp_path / "bot.sqlite3")
+    store = await open_storage(tmp_path / "bot.sqlite3")
     try:
         start = 1_790_000_000.0
         for chat_id in (1, 2):
@@ -162,7 +162,7 @@ async def test_upgrade_recleans_stored_author_names_and_keeps_queries_as_typed(
                      "VALUES (1, 'au:yoneki', '  au:Yoneki ', 0), (1, 'cat:cs.LG', '', 0)")
     await db.close()
 
-    store = await Storage.open(path)
+    store = await open_storage(path)
     try:
         paper = await store.papers.get("0704.0001")
         assert paper is not None and paper.authors == ("Franz Gähler", "A. Lee")
@@ -190,7 +190,7 @@ async def test_upgrade_keeps_alerts_in_general_and_threads_the_ones_sent_alone(
             (arxiv_id, status, message_id))
     await db.close()
 
-    store = await Storage.open(path)
+    store = await open_storage(path)
     try:
         ids = ["0704.0001", "0704.0002", "0704.0003", "0704.0004"]
         assert await store.outbox.thread_starts(1, 0, ids) == {"0704.0001": 5}
@@ -243,16 +243,16 @@ def test_backup_of_a_mistyped_database_path_is_refused(tmp_path: Path) -> None:
 
 async def test_pruning_that_frees_a_large_share_vacuums_and_logs_it(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    store = await Storage.open(tmp_path / "bot.sqlite3")
+    store = await open_storage(tmp_path / "bot.sqlite3")
     try:
         start = 1_790_000_000.0
         long_abstract = "A long abstract about attention. " * 200
         papers = [make_paper(n, abstract=long_abstract) for n in range(1, 301)]
         await store.papers.upsert_many(papers, start)
-        size = await store.db.size_bytes()
+        size = await store.size_bytes()
         with caplog.at_level("INFO", logger="bot.services.upkeep"):
             assert await prune(store, start + 91 * DAY) == (0, 300)
-        assert await store.db.size_bytes() < size / 2, "the file shrank"
+        assert await store.size_bytes() < size / 2, "the file shrank"
         freed = [r.getMessage() for r in caplog.records if "vacuum freed" in r.getMessage()]
         assert len(freed) == 1 and "MB" in freed[0]
         caplog.clear()

@@ -72,8 +72,7 @@ async def test_a_zotero_export_fills_the_library_and_the_rankers_positives(
     stats = await harness.ask(CHAT, "/stats")
     assert "Ranking: 13 labels" in stats.text, stats.text
     # The latest version is the one saved: no revision alert for what the chat already has.
-    rows = await harness.services.storage.db.fetchall(
-        "SELECT DISTINCT saved_version FROM saved WHERE chat_id = ?", (CHAT,))
+    rows = harness.rows("SELECT DISTINCT saved_version FROM saved WHERE chat_id = ?", (CHAT,))
     assert [row[0] for row in rows] == [2]
 
     again = await upload(harness, ZOTERO.read_bytes(), "Exported Items.bib")
@@ -163,9 +162,8 @@ async def test_in_a_group_only_a_file_captioned_import_is_read_and_the_importer_
         lambda: len(found := harness.tg.messages(group)) > before and found,
         what="the group's import report")
     assert "✅ Added to your library: 2" in replies[before].text
-    rows = await harness.services.storage.db.fetchall(
-        "SELECT saved_by, saved_by_name FROM saved WHERE chat_id = ?", (group,))
-    assert [tuple(row) for row in rows] == [(member, "Grace")] * 2
+    rows = harness.rows("SELECT saved_by, saved_by_name FROM saved WHERE chat_id = ?", (group,))
+    assert rows == [(member, "Grace")] * 2
 
 
 async def test_a_local_bot_api_servers_file_is_read_no_further_than_the_limit(

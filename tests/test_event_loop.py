@@ -25,7 +25,7 @@ from bot.ranking import service as ranking_service
 from bot.ranking.model import MIN_POSITIVES
 from bot.ranking.service import Ranker
 from bot.services import ingest as pipeline_module
-from bot.storage import Storage
+from bot.storage import open_storage
 from bot.storage.sqlite import rankings as ranking_storage
 from tests.conftest import Harness, make_paper
 
@@ -161,7 +161,7 @@ def outbox_rows(harness: Harness) -> int:
 
 async def test_a_follow_made_while_the_worker_matches_reaches_the_matcher_after_it(
         tmp_path: Path) -> None:
-    storage = await Storage.open(tmp_path / "bot.sqlite3")
+    storage = await open_storage(tmp_path / "bot.sqlite3")
     try:
         clock = ManualClock(time.time())
         await storage.chats.record(CHAT, "private", "Ada", "en", clock.now())
@@ -204,7 +204,7 @@ async def test_a_chat_is_answered_while_its_stored_ranking_model_loads(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     papers = list(parse_api((FIXTURES / "api-search-all-testing-m100.atom.xml").read_bytes())
                   .papers)
-    storage = await Storage.open(tmp_path / "bot.sqlite3")
+    storage = await open_storage(tmp_path / "bot.sqlite3")
     try:
         clock = ManualClock(time.time())
         await storage.papers.upsert_many(papers, clock.now())
@@ -231,7 +231,7 @@ async def test_a_chat_is_answered_while_its_stored_ranking_model_loads(
 
 async def test_a_chat_is_answered_while_the_rankers_corpus_is_decoded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    storage = await Storage.open(tmp_path / "bot.sqlite3")
+    storage = await open_storage(tmp_path / "bot.sqlite3")
     try:
         clock = ManualClock(time.time())
         await storage.papers.upsert_many([make_paper(n) for n in range(1, 4)], clock.now())

@@ -15,7 +15,7 @@ import pytest
 from bot.core.models import Beat, IntegrityCheck
 from bot.jobs.poll import poll_job
 from bot.jobs.routine import prune_job, telegram_heartbeat_job
-from bot.storage import Storage
+from bot.storage import open_storage
 from bot.storage.errors import DatabaseDamaged
 from tests.conftest import Harness, make_paper
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 async def write_beats(database: Path, beats: dict[Beat, float],
                       integrity: IntegrityCheck | None = None) -> None:
-    storage = await Storage.open(database)
+    storage = await open_storage(database)
     try:
         for beat, at in beats.items():
             await storage.heartbeats.beat(beat, at)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from bot.arxiv.client import ArxivClient
 from bot.core.clock import ManualClock
 from bot.sources.huggingface import CommunityPicks, HuggingFaceError, parse_daily_papers
-from bot.storage import Storage
+from bot.storage import open_storage
 from tests.conftest import make_paper
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.huggingface_server import FakeHuggingFace, daily_entry
@@ -88,7 +88,7 @@ def fake_hf() -> Iterator[FakeHuggingFace]:
 @pytest.fixture
 async def source(tmp_path: Path, fake_hf: FakeHuggingFace,
                  fake_arxiv: FakeArxivServer) -> AsyncIterator[CommunityPicks]:
-    storage = await Storage.open(tmp_path / "db.sqlite3")
+    storage = await open_storage(tmp_path / "db.sqlite3")
     arxiv = ArxivClient(rss_url=fake_arxiv.rss_url, api_url=fake_arxiv.api_url, min_interval=0)
     slept: list[float] = []
 

@@ -19,7 +19,7 @@ from bot.core.models import ArxivId
 from bot.importer.parse import read_id_list
 from bot.importer.service import LibraryImporter
 from bot.services.budget import IMPORT_MAX_COST, LOOKUP_COST, import_cost, upload_cost
-from bot.storage import Storage
+from bot.storage import Storage, open_storage
 from tests.conftest import make_paper
 from tests.fakes.arxiv_server import FakeArxivServer
 
@@ -36,7 +36,7 @@ async def client(fake_arxiv: FakeArxivServer) -> AsyncIterator[ArxivClient]:
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Storage]:
-    storage = await Storage.open(tmp_path / "bot.sqlite3")
+    storage = await open_storage(tmp_path / "bot.sqlite3")
     await storage.chats.record(CHAT, "private", "Ada", "en", 0.0)
     yield storage
     await storage.close()

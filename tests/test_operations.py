@@ -23,7 +23,7 @@ import pytest
 from bot.__main__ import TOKEN_REJECTED
 from bot.core.clock import SystemClock
 from bot.query.service import SubscriptionService
-from bot.storage import Storage
+from bot.storage import open_storage
 from tests.conftest import make_paper
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
@@ -193,7 +193,7 @@ def test_telegram_unreachable_at_start_then_reachable_the_bot_starts_without_tra
 
 
 async def seed_followers(database: Path, chats: range) -> None:
-    storage = await Storage.open(database)
+    storage = await open_storage(database)
     try:
         clock = SystemClock()
         subscriptions = SubscriptionService(storage, clock)

@@ -22,7 +22,7 @@ from bot.core.clock import ManualClock
 from bot.core.models import Alert, AnnounceType, Paper
 from bot.query.service import SubscriptionService
 from bot.services.ingest import Pipeline, PollReport
-from bot.storage import Storage
+from bot.storage import Storage, open_storage
 from tests.conftest import TOKEN, Harness, RecordingSleep, make_paper
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
@@ -97,7 +97,7 @@ async def make_rig(tmp_path: Path, fake_arxiv: FakeArxivServer) -> AsyncIterator
     async def make(env: dict[str, str] | None = None, **client_options: Any) -> Rig:
         settings = settings_for(tmp_path, fake_arxiv, **(env or {}))
         clock = ManualClock(MONDAY.timestamp() + 10 * 3600)
-        storage = await Storage.open(settings.database_path)
+        storage = await open_storage(settings.database_path)
         sleep = RecordingSleep()
         options: dict[str, Any] = {
             "rss_url": settings.arxiv_rss_url, "api_url": settings.arxiv_api_url,

@@ -16,7 +16,7 @@ from bot.core.clock import ManualClock, SystemClock
 from bot.delivery.pacing import Pacer
 from bot.query.service import SubscriptionService
 from bot.runtime import build_bot
-from bot.storage import Storage
+from bot.storage import open_storage
 from tests.conftest import Harness, make_paper, make_settings, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
@@ -36,7 +36,7 @@ def announce(server: FakeArxivServer) -> None:
 
 async def seed_chats(database: Path) -> None:
     """A researcher following cs.LG and a lab group following one title phrase."""
-    storage = await Storage.open(database)
+    storage = await open_storage(database)
     try:
         clock = SystemClock()
         await storage.chats.record(READER, "private", None, "en", clock.now())
@@ -51,7 +51,7 @@ async def seed_chats(database: Path) -> None:
 
 async def stored_counts(database: Path) -> tuple[int, int, int]:
     """Papers, queued-or-sent alerts, and source records in the database."""
-    storage = await Storage.open(database)
+    storage = await open_storage(database)
     try:
         outbox = await storage.outbox.counts()
         return (await storage.papers.count(), sum(outbox.values()),
@@ -200,7 +200,7 @@ async def test_a_dry_run_prints_exactly_the_messages_the_running_bot_sends(
     )
     dry_database = tmp_path / "data" / "bot.sqlite3"
     await seed_chats(dry_database)
-    storage = await Storage.open(dry_database)
+    storage = await open_storage(dry_database)
     try:
         await storage.chats.record(DIGEST_READER, "private", None, "zh", SystemClock().now())
         subscriptions = SubscriptionService(storage, SystemClock())

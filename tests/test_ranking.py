@@ -31,7 +31,7 @@ from bot.ranking.model import (
     train,
 )
 from bot.ranking.service import Ranker
-from bot.storage import Storage
+from bot.storage import Storage, open_storage
 from bot.storage.sqlite.rankings import StoredVocabulary
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -48,7 +48,7 @@ def papers() -> list[Paper]:
 @pytest.fixture
 async def labelled_store(papers: list[Paper], tmp_path: Path) -> AsyncIterator[Storage]:
     """A database holding the corpus, where chat CHAT saved just enough papers for a model."""
-    store = await Storage.open(tmp_path / "bot.sqlite3")
+    store = await open_storage(tmp_path / "bot.sqlite3")
     try:
         await store.papers.upsert_many(papers, START)
         await store.chats.record(CHAT, "private", "Ada", "en", START)

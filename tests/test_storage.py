@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.core.models import Alert, AnnounceType, Paper
-from bot.storage import Storage
+from bot.storage import Storage, open_storage
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.migrations import LATEST_VERSION
 
@@ -29,7 +29,7 @@ def paper(arxiv_id: str = "2611.11450", version: int = 1, **changes) -> Paper:
 
 @pytest.fixture
 async def store(tmp_path: Path):
-    storage = await Storage.open(tmp_path / "data" / "bot.sqlite3")
+    storage = await open_storage(tmp_path / "data" / "bot.sqlite3")
     yield storage
     await storage.close()
 

@@ -40,7 +40,7 @@ from bot.storage import Storage
 from bot.storage.errors import DatabaseDamaged
 
 if TYPE_CHECKING:
-    from bot.storage.sqlite.outbox import DeliveryQueue
+    from bot.storage.interfaces import DeliveryQueue
 
 log = logging.getLogger(__name__)
 

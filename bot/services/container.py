@@ -37,7 +37,7 @@ from bot.services.state import RunState
 from bot.services.topics import ForumTopics
 from bot.services.trending import Trending
 from bot.sources.huggingface import CommunityPicks
-from bot.storage import Storage
+from bot.storage import Storage, open_storage
 
 if TYPE_CHECKING:
     from telegram import Bot
@@ -116,7 +116,7 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
     wiring = wiring or Wiring()
     clock = wiring.clock
     async with AsyncExitStack() as stack:
-        storage = await Storage.open(settings.database_path)
+        storage = await open_storage(settings.database_path)
         stack.push_async_callback(storage.close)
         subscriptions = SubscriptionService(storage, clock)
         await subscriptions.load()

@@ -99,7 +99,7 @@ async def check_integrity(storage: Storage, now: float) -> IntegrityCheck:
     still takes that write): the bot stops rather than keep writing into it.
     """
     try:
-        await storage.db.quick_check()
+        await storage.check_pages()
     except DatabaseDamaged as exc:
         with contextlib.suppress(DatabaseError):
             await storage.heartbeats.record_check(IntegrityCheck(now, exc.reason))

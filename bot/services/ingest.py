@@ -12,8 +12,6 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import aiosqlite
-
 from bot.arxiv.calendar import ArxivCalendar
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.errors import ArxivError, HTTPStatusError
@@ -45,7 +43,7 @@ from bot.core.models import (
 )
 from bot.query.matcher import survivors_frozen
 from bot.query.service import SubscriptionService
-from bot.storage import Storage
+from bot.storage import Storage, Transaction
 
 log = logging.getLogger(__name__)
 
@@ -272,21 +270,19 @@ class Pipeline:
         the committed papers seen and the others new. The transaction is short (at most
         INGEST_BATCH_ALERTS rows), so a chat's write waits for one batch, not the whole feed.
         """
-        store = self._store
         changes: list[PaperChange] = []
         alerts: list[Alert] = []
         try:
-            async with store.db.transaction() as conn:
-                changes = await store.papers.upsert_in(conn, [c.paper for c in batch], now)
+            async with self._store.transaction() as tx:
+                changes = await tx.papers.upsert([c.paper for c in batch], now)
                 if dry_run:
                     changes = _seen_earlier_in_poll(changes, report)
-                alerts = await self._alerts_in(conn, changes, batch, matched)
+                alerts = await self._batch_alerts(tx, changes, batch, matched)
                 # Revision alerts wait for their details (comments, journal refs) from the
                 # API, looked up at the end of the poll; at most one poll interval, should
                 # the look-up never finish.
-                await store.outbox.enqueue_in(
-                    conn, alerts, now,
-                    revisions_due_at=now + self._settings.poll_interval_seconds)
+                await tx.outbox.enqueue(
+                    alerts, now, revisions_due_at=now + self._settings.poll_interval_seconds)
                 if dry_run:
                     raise _DryRunRollback
         except _DryRunRollback:
@@ -358,7 +354,7 @@ class Pipeline:
         subscriptions = self._subscriptions
         return await subscriptions.in_worker(lambda: _alerts_by_paper(subscriptions, fresh))
 
-    async def _alerts_in(self, conn: aiosqlite.Connection, changes: Sequence[PaperChange],
+    async def _batch_alerts(self, tx: Transaction, changes: Sequence[PaperChange],
                          expected: Sequence[PaperChange],
                          matched: Mapping[str, list[Alert]]) -> list[Alert]:
         """A batch's alerts, as its transaction found the papers: subscription matches of new
@@ -378,10 +374,10 @@ class Pipeline:
             subscriptions = self._subscriptions
             matched = {**matched, **await subscriptions.in_worker(
                 lambda: _alerts_by_paper(subscriptions, changed))}
-        blocked = await self._store.chats.inactive_ids_in(conn)
+        blocked = await tx.chats.inactive_ids()
         revised = {c.paper.arxiv_id: c.paper for c in fresh if c.status is ChangeStatus.REVISED}
-        savers = await self._store.saved.chats_saving_in(conn, revised) if revised else {}
-        saved_topics = await self._store.outbox.first_topics_in(conn, savers) if savers else {}
+        savers = await tx.saved.chats_saving(revised) if revised else {}
+        saved_topics = await tx.outbox.first_topics(savers) if savers else {}
         alerts: list[Alert] = []
         for change in fresh:
             arxiv_id = change.paper.arxiv_id

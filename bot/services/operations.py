@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING
 from bot.config import Settings
 from bot.core.clock import SystemClock
 from bot.services.health import Health, assess, check_integrity
-from bot.storage import Storage
-from bot.storage.sqlite.db import START_BUSY_TIMEOUT, Database
-from bot.storage.sqlite.heartbeats import HeartbeatRepository
+from bot.storage import open_storage
 from bot.storage.sqlite.lock import DatabaseLock
+
+# The start-up check waits less for another program's lock than the bot's statements do, so
+# that a database held by one ends the start within 5 s.
+START_BUSY_TIMEOUT = 1.0
 
 if TYPE_CHECKING:
     from telegram import Bot
@@ -70,24 +72,24 @@ async def _poll_once(settings: Settings, bot: Bot, *, dry_run: bool) -> PollOnce
 
 
 async def _copy_database(source: Path, target: Path) -> None:
-    db = await Database.open(source, create=False, migrate=False)
+    storage = await open_storage(source, create=False, migrate=False)
     try:
-        await db.backup(target)
+        await storage.backup(target)
     finally:
-        await db.close()
+        await storage.close()
 
 
 async def check_database(settings: Settings) -> None:
     """Refuse a database the bot cannot use: damaged, or not writable; it is checked whole
     (SQLite's quick_check), as a damaged page deep in the file is met only when read."""
     # Without migrating: its log lines belong to the start proper (post_init).
-    db = await Database.open(settings.database_path, migrate=False,
-                             busy_timeout=START_BUSY_TIMEOUT)
+    storage = await open_storage(settings.database_path, migrate=False,
+                                 busy_timeout=START_BUSY_TIMEOUT)
     try:
-        await db.check_writable()
-        await check_integrity(Storage(db), SystemClock().now())
+        await storage.check_writable()
+        await check_integrity(storage, SystemClock().now())
     finally:
-        await db.close()
+        await storage.close()
 
 
 def hold_database(settings: Settings) -> DatabaseLock:
@@ -106,11 +108,10 @@ async def backup(settings: Settings, path: Path) -> None:
 async def health(settings: Settings) -> Health:
     """The heartbeats and the last integrity check as stored, against their limits (a
     database the bot has not migrated yet reads as nothing recorded)."""
-    db = await Database.open(settings.database_path, create=False, migrate=False)
+    storage = await open_storage(settings.database_path, create=False, migrate=False)
     try:
-        heartbeats = HeartbeatRepository(db)
-        beats = await heartbeats.all()
-        integrity = await heartbeats.last_check()
+        beats = await storage.heartbeats.all()
+        integrity = await storage.heartbeats.last_check()
     finally:
-        await db.close()
+        await storage.close()
     return assess(beats, settings, SystemClock().now(), integrity)

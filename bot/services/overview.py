@@ -126,7 +126,7 @@ class Overview:
             health=assess(beats, self._settings, now),
             outbox=await store.outbox.counts(), last_failure=await store.outbox.last_failure(),
             chats=await store.chats.counts(), subscriptions=await store.subscriptions.count(),
-            papers=await store.papers.count(), size_bytes=await store.db.size_bytes(),
+            papers=await store.papers.count(), size_bytes=await store.size_bytes(),
         )
 
     async def _feeds(self) -> tuple[Feed, ...]:

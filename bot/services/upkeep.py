@@ -31,10 +31,9 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
     await storage.community.prune(now - PAPER_RETENTION_DAYS * DAY)
     if alerts or papers:
         log.info("pruned %d delivered alerts and %d papers", alerts, papers)
-    await storage.db.optimize()
-    vacuumed = await storage.db.vacuum_if_worth()
-    if vacuumed is not None:
-        before, after = vacuumed
+    compacted = await storage.upkeep()
+    if compacted is not None:
+        before, after = compacted.before, compacted.after
         log.info("vacuum freed %.1f MB of %.1f MB (%.0f %%)", (before - after) / 1e6,
                  before / 1e6, 100 * (before - after) / before)
     return alerts, papers

@@ -1,50 +1,25 @@
-"""Storage: SQLite through aiosqlite; the only package that speaks SQL."""
+"""Storage: the only package that speaks to the database; `interfaces` says what it offers."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bot.storage.sqlite.chats import ChatRepository
-from bot.storage.sqlite.community import CommunityRepository
-from bot.storage.sqlite.db import Database
-from bot.storage.sqlite.feedback import FeedbackRepository
-from bot.storage.sqlite.foryou_outbox import ForYouOutboxRepository
-from bot.storage.sqlite.guides import GuideRepository
-from bot.storage.sqlite.heartbeats import HeartbeatRepository
-from bot.storage.sqlite.outbox import OutboxRepository
-from bot.storage.sqlite.papers import PaperRepository
-from bot.storage.sqlite.rankings import RankingRepository
-from bot.storage.sqlite.saved import SavedRepository
-from bot.storage.sqlite.sources import SourceRepository
-from bot.storage.sqlite.subscriptions import SubscriptionRepository
-from bot.storage.sqlite.topics import TopicRepository
+from bot.storage.interfaces import Compaction, Storage, Transaction
 
 
-class Storage:
-    """The database and one repository per table family."""
+async def open_storage(path: Path | str, *, create: bool = True, migrate: bool = True,
+                       busy_timeout: float | None = None) -> Storage:
+    """Open the database at `path`, migrating it to this code's schema unless `migrate=False`.
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self.chats = ChatRepository(db)
-        self.subscriptions = SubscriptionRepository(db)
-        self.papers = PaperRepository(db)
-        self.outbox = OutboxRepository(db)
-        self.for_you_outbox = ForYouOutboxRepository(db)
-        self.saved = SavedRepository(db)
-        self.feedback = FeedbackRepository(db)
-        self.rankings = RankingRepository(db)
-        self.sources = SourceRepository(db)
-        self.heartbeats = HeartbeatRepository(db)
-        self.guides = GuideRepository(db)
-        self.community = CommunityRepository(db)
-        self.topics = TopicRepository(db)
+    With `create=False` a missing database is a `DatabaseError` (a mistyped path must not be
+    "backed up" as an empty one); a schema newer than this code always is. `busy_timeout`:
+    seconds a statement waits for another connection's lock (None: the engine's default).
+    Today every database is a SQLite file.
+    """
+    from bot.storage.sqlite.storage import SqliteStorage
 
-    @classmethod
-    async def open(cls, path: Path | str) -> Storage:
-        return cls(await Database.open(path))
-
-    async def close(self) -> None:
-        await self.db.close()
+    return await SqliteStorage.open(path, create=create, migrate=migrate,
+                                    busy_timeout=busy_timeout)
 
 
-__all__ = ["Database", "Storage"]
+__all__ = ["Compaction", "Storage", "Transaction", "open_storage"]

@@ -30,6 +30,18 @@ def _chat(row: sqlite3.Row) -> Chat:
     )
 
 
+class ChatsInTransaction:
+    """The chats as one open transaction finds them (see `SqliteStorage.transaction`)."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def inactive_ids(self) -> set[int]:
+        """Chats that blocked the bot or are gone (read inside the transaction)."""
+        cursor = await self._conn.execute("SELECT id FROM chats WHERE inactive_since IS NOT NULL")
+        return {row["id"] for row in await cursor.fetchall()}
+
+
 class ChatRepository:
     """Reads and writes the `chats` table."""
 
@@ -171,12 +183,6 @@ class ChatRepository:
         )
         assert row is not None
         return {k: int(row[k] or 0) for k in ("total", "active", "inactive", "paused")}
-
-    @staticmethod
-    async def inactive_ids_in(conn: aiosqlite.Connection) -> set[int]:
-        """Chats that blocked the bot or are gone (read inside the caller's transaction)."""
-        cursor = await conn.execute("SELECT id FROM chats WHERE inactive_since IS NOT NULL")
-        return {row["id"] for row in await cursor.fetchall()}
 
     async def in_digest_mode(self) -> list[Chat]:
         rows = await self._db.fetchall(

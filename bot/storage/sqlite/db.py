@@ -33,9 +33,6 @@ def in_chunks(values: Iterable[T]) -> Iterator[tuple[list[T], str]]:
 
 VACUUM_MIN_FREE_SHARE = 0.2  # VACUUM after pruning once a fifth of the file is free pages
 BUSY_TIMEOUT = 5.0  # seconds a statement waits for another connection's lock
-# The start-up check waits less for another program's lock, so that a database held by one
-# ends the start within 5 s.
-START_BUSY_TIMEOUT = 1.0
 QUICK_CHECK_PROBLEMS = 3  # of SQLite's list of damaged pages, the first few are enough to tell
 
 
@@ -330,3 +327,9 @@ class Database:
         page_count = await self.fetchval("PRAGMA page_count")
         page_size = await self.fetchval("PRAGMA page_size")
         return int(page_count) * int(page_size)
+
+    async def free_bytes(self) -> int:
+        """The free pages' share of the file: what VACUUM would give back."""
+        free_pages = await self.fetchval("PRAGMA freelist_count")
+        page_size = await self.fetchval("PRAGMA page_size")
+        return int(free_pages) * int(page_size)

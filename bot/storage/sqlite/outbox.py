@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import ClassVar, Generic, TypeVar
 
@@ -185,19 +185,16 @@ class DeliveryQueue(Generic[Row]):
         )
 
 
-class OutboxRepository(DeliveryQueue[OutboxRow]):
-    """Reads and writes the `outbox` table."""
+class OutboxInTransaction:
+    """The outbox as one open transaction writes and reads it (see `SqliteStorage.transaction`)."""
 
-    _table = "outbox"
-    _decode = staticmethod(_row)
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
 
-    @staticmethod
-    async def enqueue_in(
-        conn: aiosqlite.Connection, alerts: Sequence[Alert], now: float,
-        *, revisions_due_at: float | None = None,
-    ) -> int:
-        """Store alerts inside the caller's transaction; a version already queued for the
-        same chat and topic is skipped.
+    async def enqueue(self, alerts: Sequence[Alert], now: float, *,
+                      revisions_due_at: float | None = None) -> int:
+        """Store alerts inside the transaction; a version already queued for the same chat
+        and topic is skipped.
 
         Returns how many were new. Alerts for chats the bot has never seen are dropped by the
         foreign key check, so the caller passes only known chats. Revisions are due at
@@ -206,8 +203,8 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
         revisions_due = now if revisions_due_at is None else revisions_due_at
         # Hundreds of thousands of rows after a big poll: encoded off the event loop.
         rows = await asyncio.to_thread(_outbox_rows, alerts, now, revisions_due)
-        before = conn.total_changes
-        await conn.executemany(
+        before = self._conn.total_changes
+        await self._conn.executemany(
             """
             INSERT INTO outbox (chat_id, arxiv_id, version, kind, subscription_ids,
                 matched_queries, saved_revision, status, created_at, due_at, topic_id)
@@ -218,7 +215,27 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
             """,
             rows,
         )
-        return conn.total_changes - before
+        return self._conn.total_changes - before
+
+    async def first_topics(self, chats_by_paper: Mapping[str, Sequence[int]]
+                           ) -> dict[tuple[int, str], int]:
+        """The topic where each (chat, paper) pair's first own alert went, for the revision
+        of a saved paper that no subscription matched: it joins the paper's thread."""
+        found: dict[tuple[int, str], int] = {}
+        for chunk, marks in in_chunks(list(chats_by_paper)):
+            cursor = await self._conn.execute(
+                f"SELECT chat_id, arxiv_id, topic_id FROM alert_threads "
+                f"WHERE arxiv_id IN ({marks}) ORDER BY sent_at DESC", chunk)
+            found.update({(r["chat_id"], r["arxiv_id"]): r["topic_id"]
+                          for r in await cursor.fetchall()})
+        return found
+
+
+class OutboxRepository(DeliveryQueue[OutboxRow]):
+    """Reads and writes the `outbox` table."""
+
+    _table = "outbox"
+    _decode = staticmethod(_row)
 
     async def release_revisions(self, arxiv_ids: Iterable[str], now: float) -> int:
         """Make the waiting revision alerts of these papers due now (their details are in)."""
@@ -234,8 +251,9 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
         return released
 
     async def enqueue(self, alerts: Sequence[Alert], now: float) -> int:
+        """Store alerts in their own transaction; see `OutboxInTransaction.enqueue`."""
         async with self._db.transaction() as conn:
-            return await self.enqueue_in(conn, alerts, now)
+            return await OutboxInTransaction(conn).enqueue(alerts, now)
 
     async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
                         alone: bool = False) -> None:
@@ -260,20 +278,6 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
                 f"AND topic_id = ? AND arxiv_id IN ({marks})", (chat_id, topic_id, *chunk))
             starts.update({r["arxiv_id"]: r["message_id"] for r in rows})
         return starts
-
-    @staticmethod
-    async def first_topics_in(conn: aiosqlite.Connection, chats_by_paper: dict[str, list[int]]
-                              ) -> dict[tuple[int, str], int]:
-        """The topic where each (chat, paper) pair's first own alert went, for the revision
-        of a saved paper that no subscription matched: it joins the paper's thread."""
-        found: dict[tuple[int, str], int] = {}
-        for chunk, marks in in_chunks(list(chats_by_paper)):
-            cursor = await conn.execute(
-                f"SELECT chat_id, arxiv_id, topic_id FROM alert_threads "
-                f"WHERE arxiv_id IN ({marks}) ORDER BY sent_at DESC", chunk)
-            found.update({(r["chat_id"], r["arxiv_id"]): r["topic_id"]
-                          for r in await cursor.fetchall()})
-        return found
 
     async def prune_threads(self, before: float) -> int:
         """Forget where papers first went that were first sent before `before`."""

@@ -50,21 +50,14 @@ def paper_from_row(row: sqlite3.Row, version: int | None = None) -> Paper:
     )
 
 
-class PaperRepository:
-    """Reads and writes `papers` and `paper_versions`."""
+class PapersInTransaction:
+    """The paper writes of one open transaction (see `SqliteStorage.transaction`)."""
 
-    def __init__(self, db: Database) -> None:
-        self._db = db
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
 
-    async def upsert_many(self, papers: Sequence[Paper], now: float) -> list[PaperChange]:
-        """Store a batch in its own transaction; see `upsert_in`."""
-        async with self._db.transaction() as conn:
-            return await self.upsert_in(conn, papers, now)
-
-    async def upsert_in(
-        self, conn: aiosqlite.Connection, papers: Sequence[Paper], now: float
-    ) -> list[PaperChange]:
-        """Store a batch inside the caller's transaction; say per paper: new, revised or seen.
+    async def upsert(self, papers: Sequence[Paper], now: float) -> list[PaperChange]:
+        """Store a batch inside the transaction; say per paper: new, revised or seen.
 
         Re-ingesting the same papers changes nothing. Within a batch, the same id twice
         (a feed listing a paper under two categories) counts once.
@@ -72,10 +65,10 @@ class PaperRepository:
         unique = latest_versions(papers)
         if not unique:
             return []
-        changes = classify(unique, await self._latest(conn, (p.arxiv_id for p in unique)))
+        changes = classify(unique, await self._latest(p.arxiv_id for p in unique))
         fresh = [c.paper for c in changes if c.status is not ChangeStatus.SEEN]
         fill_rows = [c.paper for c in changes if c.status is ChangeStatus.SEEN]
-        await conn.executemany(
+        await self._conn.executemany(
             """
             INSERT INTO papers (arxiv_id, latest_version, title, authors, abstract, categories,
                 primary_category, comment, journal_ref, doi, license, published, updated,
@@ -104,7 +97,7 @@ class PaperRepository:
                 for p in fresh
             ],
         )
-        await conn.executemany(
+        await self._conn.executemany(
             """
             INSERT OR IGNORE INTO paper_versions (arxiv_id, version, title, authors, abstract,
                 categories, comment, journal_ref, doi, announce_type, updated, seen_at)
@@ -118,7 +111,7 @@ class PaperRepository:
             ],
         )
         # A known version seen again may carry what the feed lacked (the API has comments).
-        await conn.executemany(
+        await self._conn.executemany(
             """
             UPDATE papers SET comment = COALESCE(comment, ?),
                 journal_ref = COALESCE(journal_ref, ?), doi = COALESCE(doi, ?)
@@ -129,9 +122,33 @@ class PaperRepository:
         )
         return changes
 
+    async def _latest(self, ids: Iterable[str]) -> dict[str, Paper]:
+        """The latest stored versions the feeds announced; a paper known only from an API
+        look-up counts as absent, so the feed that lists it later still makes it new."""
+        found: dict[str, Paper] = {}
+        for chunk, marks in in_chunks(ids):
+            cursor = await self._conn.execute(
+                f"SELECT * FROM papers WHERE from_feed = 1 AND arxiv_id IN ({marks})", chunk
+            )
+            for row in await cursor.fetchall():
+                found[row["arxiv_id"]] = paper_from_row(row)
+        return found
+
+
+class PaperRepository:
+    """Reads and writes `papers` and `paper_versions`."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def upsert_many(self, papers: Sequence[Paper], now: float) -> list[PaperChange]:
+        """Store a batch in its own transaction; see `PapersInTransaction.upsert`."""
+        async with self._db.transaction() as conn:
+            return await PapersInTransaction(conn).upsert(papers, now)
+
     async def announced(self, arxiv_ids: Iterable[str]) -> dict[str, Paper]:
         """The latest versions the feeds announced, as last committed (read without waiting
-        for a writer); see `_latest`."""
+        for a writer); see `PapersInTransaction._latest`."""
         found: dict[str, Paper] = {}
         for chunk, marks in in_chunks(arxiv_ids):
             rows = await self._db.fetchall(
@@ -162,19 +179,6 @@ class PaperRepository:
                     for p in papers
                 ],
             )
-
-    @staticmethod
-    async def _latest(conn: aiosqlite.Connection, ids: Iterable[str]) -> dict[str, Paper]:
-        """The latest stored versions the feeds announced; a paper known only from an API
-        look-up counts as absent, so the feed that lists it later still makes it new."""
-        found: dict[str, Paper] = {}
-        for chunk, marks in in_chunks(ids):
-            cursor = await conn.execute(
-                f"SELECT * FROM papers WHERE from_feed = 1 AND arxiv_id IN ({marks})", chunk
-            )
-            for row in await cursor.fetchall():
-                found[row["arxiv_id"]] = paper_from_row(row)
-        return found
 
     async def get(self, arxiv_id: str, version: int | None = None) -> Paper | None:
         """The stored paper (latest version), or one specific stored version."""

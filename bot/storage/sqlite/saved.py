@@ -26,6 +26,25 @@ def _saver(row: aiosqlite.Row) -> GroupMember | None:
     return GroupMember(row["saved_by"], row["saved_by_name"] or "")
 
 
+class SavedInTransaction:
+    """The saved papers as one open transaction finds them (see `SqliteStorage.transaction`)."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def chats_saving(self, arxiv_ids: Iterable[str]) -> dict[str, list[int]]:
+        """For each id, the chats that saved it (read inside the transaction)."""
+        found: dict[str, list[int]] = {}
+        for chunk, marks in in_chunks(arxiv_ids):
+            cursor = await self._conn.execute(
+                f"SELECT arxiv_id, chat_id FROM saved WHERE arxiv_id IN ({marks})",
+                chunk,
+            )
+            for row in await cursor.fetchall():
+                found.setdefault(row["arxiv_id"], []).append(row["chat_id"])
+        return found
+
+
 class SavedRepository:
     """Reads and writes the `saved` table."""
 
@@ -122,18 +141,3 @@ class SavedRepository:
         return int(await self._db.fetchval(
             "SELECT COUNT(*) FROM saved WHERE chat_id = ?", (chat_id,)
         ))
-
-    @staticmethod
-    async def chats_saving_in(
-        conn: aiosqlite.Connection, arxiv_ids: Iterable[str]
-    ) -> dict[str, list[int]]:
-        """For each id, the chats that saved it (inside the caller's transaction)."""
-        found: dict[str, list[int]] = {}
-        for chunk, marks in in_chunks(arxiv_ids):
-            cursor = await conn.execute(
-                f"SELECT arxiv_id, chat_id FROM saved WHERE arxiv_id IN ({marks})",
-                chunk,
-            )
-            for row in await cursor.fetchall():
-                found.setdefault(row["arxiv_id"], []).append(row["chat_id"])
-        return found
