@@ -32,7 +32,7 @@ from bot.ranking.model import (
 )
 from bot.ranking.service import Ranker
 from bot.storage import Storage, open_storage
-from bot.storage.sqlite.rankings import StoredVocabulary
+from bot.storage.interfaces import StoredVocabulary
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CHAT = 42

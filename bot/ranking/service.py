@@ -29,7 +29,7 @@ from bot.ranking.model import (
     train,
 )
 from bot.storage import Storage
-from bot.storage.sqlite.rankings import StoredModel, StoredVocabulary
+from bot.storage.interfaces import StoredModel, StoredVocabulary
 
 FOR_YOU_THRESHOLD = 0.0  # the classifier's own boundary: above it, the model calls it a match
 FOR_YOU_WINDOW = 86_400  # seconds: a day's papers are the candidates

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from bot.core.models import (
     GENERAL,
@@ -23,6 +23,7 @@ from bot.core.models import (
     CommunityPick,
     Feedback,
     FeedState,
+    FollowStatus,
     ForYouRound,
     ForYouRow,
     GroupMember,
@@ -36,13 +37,6 @@ from bot.core.models import (
     Subscription,
 )
 
-if TYPE_CHECKING:
-    # Records the repositories return that still live beside their SQLite code.
-    from bot.storage.sqlite.rankings import ForYouSetting, LabelIds, StoredModel, StoredVocabulary
-    from bot.storage.sqlite.saved import SaveRecord
-    from bot.storage.sqlite.subscriptions import AddResult
-    from bot.storage.sqlite.topics import TopicFallback
-
 Row = TypeVar("Row")  # what a delivery queue's rows are
 
 
@@ -52,6 +46,67 @@ class Compaction:
 
     before: int
     after: int
+
+
+# What the repositories return, besides the domain values of `bot.core.models`.
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """What happened to a `/follow`: added (with the subscription), duplicate, or over the limit."""
+
+    status: FollowStatus  # added, duplicate or limit (storage never sees an invalid one)
+    subscription: Subscription | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVocabulary:
+    fingerprint: str
+    terms: bytes
+    papers: int
+    fitted_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredModel:
+    chat_id: int
+    vocabulary: str
+    labels: str
+    weights: bytes
+    trained_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ForYouSetting:
+    chat_id: int
+    count: int
+    enabled_at: float
+    last_sent_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LabelIds:
+    """A chat's labels as base ids: saved papers, 👍 and 👎."""
+
+    saved: tuple[str, ...]
+    more: tuple[str, ...]
+    less: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SaveRecord:
+    """A paper's place in a chat's library: who saved it first (None in a private chat, and
+    for saves made before the bot kept savers)."""
+
+    saver: GroupMember | None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicFallback:
+    """A topic that Telegram no longer takes messages in, sent back to General."""
+
+    name: str | None  # as the service messages told it; None if never learnt
+    queries: tuple[str, ...]  # the subscriptions that were bound to it, as typed
+    moved: int  # undelivered alerts now bound for General
 
 
 class PapersInTransaction(Protocol):

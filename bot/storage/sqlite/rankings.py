@@ -4,46 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
 from sqlite3 import Row
 
 from bot.core.models import GENERAL, Feedback, Paper
+from bot.storage.interfaces import ForYouSetting, LabelIds, StoredModel, StoredVocabulary
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.papers import paper_from_row
-
-
-@dataclass(frozen=True, slots=True)
-class StoredVocabulary:
-    fingerprint: str
-    terms: bytes
-    papers: int
-    fitted_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class StoredModel:
-    chat_id: int
-    vocabulary: str
-    labels: str
-    weights: bytes
-    trained_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class ForYouSetting:
-    chat_id: int
-    count: int
-    enabled_at: float
-    last_sent_at: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class LabelIds:
-    """A chat's labels as base ids: saved papers, 👍 and 👎."""
-
-    saved: tuple[str, ...]
-    more: tuple[str, ...]
-    less: tuple[str, ...]
 
 
 class RankingRepository:

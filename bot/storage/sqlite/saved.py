@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import aiosqlite
 
 from bot.core.models import GroupMember, LibraryEntry, Paper
+from bot.storage.interfaces import SaveRecord
 from bot.storage.sqlite.db import Database, in_chunks
 from bot.storage.sqlite.papers import paper_from_row
-
-
-@dataclass(frozen=True, slots=True)
-class SaveRecord:
-    """A paper's place in a chat's library: who saved it first (None in a private chat, and
-    for saves made before the bot kept savers)."""
-
-    saver: GroupMember | None
 
 
 def _saver(row: aiosqlite.Row) -> GroupMember | None:

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from bot.core.models import GENERAL, MAX_SUBSCRIPTIONS_PER_CHAT, FollowStatus, Subscription
+from bot.storage.interfaces import AddResult
 from bot.storage.sqlite.db import Database
-
-
-@dataclass(frozen=True, slots=True)
-class AddResult:
-    """What happened to a `/follow`: added (with the subscription), duplicate, or over the limit."""
-
-    status: FollowStatus  # added, duplicate or limit (storage never sees an invalid one)
-    subscription: Subscription | None = None
 
 
 class SubscriptionRepository:

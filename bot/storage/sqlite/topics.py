@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from bot.core.models import GENERAL
+from bot.storage.interfaces import TopicFallback
 from bot.storage.sqlite.db import Database
 
 # Alerts not yet delivered; those move to General with their topic's subscriptions.
 _UNDELIVERED = "('pending', 'held')"
-
-
-@dataclass(frozen=True, slots=True)
-class TopicFallback:
-    """A topic that Telegram no longer takes messages in, sent back to General."""
-
-    name: str | None  # as the service messages told it; None if never learnt
-    queries: tuple[str, ...]  # the subscriptions that were bound to it, as typed
-    moved: int  # undelivered alerts now bound for General
 
 
 class TopicRepository:
