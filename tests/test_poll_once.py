@@ -60,6 +60,17 @@ async def stored_counts(database: Path) -> tuple[int, int, int]:
         await storage.close()
 
 
+def write_env(folder: Path, tg: FakeTelegram, arxiv: FakeArxivServer) -> None:
+    """The operator's `.env` in `folder`, pointing the command line at the fakes."""
+    (folder / ".env").write_text(
+        f"TELEGRAM_BOT_TOKEN={tg.token}\n"
+        f"TELEGRAM_API_URL={tg.api_url}\n"
+        f"ARXIV_RSS_URL={arxiv.rss_url}\n"
+        f"ARXIV_API_URL={arxiv.api_url}\n"
+        "ARXIV_MIN_INTERVAL_SECONDS=0\n"
+    )
+
+
 def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("TELEGRAM_", "ARXIV_", "DATABASE_", "LOG_", "ADMIN_", "POLL_"))}
@@ -71,13 +82,7 @@ def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 async def test_poll_once_dry_run_prints_per_chat_and_sends_or_stores_nothing(
     tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer
 ) -> None:
-    (tmp_path / ".env").write_text(
-        f"TELEGRAM_BOT_TOKEN={fake_telegram.token}\n"
-        f"TELEGRAM_API_URL={fake_telegram.api_url}\n"
-        f"ARXIV_RSS_URL={fake_arxiv.rss_url}\n"
-        f"ARXIV_API_URL={fake_arxiv.api_url}\n"
-        "ARXIV_MIN_INTERVAL_SECONDS=0\n"
-    )
+    write_env(tmp_path, fake_telegram, fake_arxiv)
     database = tmp_path / "data" / "bot.sqlite3"
     await seed_chats(database)
     announce(fake_arxiv)
@@ -191,13 +196,7 @@ async def test_a_dry_run_prints_exactly_the_messages_the_running_bot_sends(
 ) -> None:
     """The same poll both ways, from two copies of one database: `poll-once --dry-run` on
     one, the running bot on the other; each chat's messages must be the same texts."""
-    (tmp_path / ".env").write_text(
-        f"TELEGRAM_BOT_TOKEN={fake_telegram.token}\n"
-        f"TELEGRAM_API_URL={fake_telegram.api_url}\n"
-        f"ARXIV_RSS_URL={fake_arxiv.rss_url}\n"
-        f"ARXIV_API_URL={fake_arxiv.api_url}\n"
-        "ARXIV_MIN_INTERVAL_SECONDS=0\n"
-    )
+    write_env(tmp_path, fake_telegram, fake_arxiv)
     dry_database = tmp_path / "data" / "bot.sqlite3"
     await seed_chats(dry_database)
     storage = await open_storage(dry_database)
