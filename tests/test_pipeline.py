@@ -66,9 +66,9 @@ class Rig:
         result = await self.subscriptions.follow(chat_id, query)
         assert result.status == "added", result
 
-    async def poll(self, *, dry_run: bool = False) -> PollReport:
+    async def poll(self) -> PollReport:
         self.clock.advance(900)
-        return await self.pipeline.poll(dry_run=dry_run)
+        return await self.pipeline.poll()
 
     async def queued(self, chat_id: int) -> list[Alert]:
         return [row.alert for row in await self.storage.outbox.pending_for_chat(chat_id)]
@@ -493,27 +493,6 @@ async def test_a_paper_looked_up_before_its_announcement_still_alerts(rig: Rig) 
 
     again = await rig.poll()  # a 304 now; and a full re-read would find it seen
     assert again.alerts == []
-
-
-# --- dry run --------------------------------------------------------------------------------
-
-
-async def test_a_dry_run_stores_nothing_and_predicts_the_real_poll(make_rig: RigFactory) -> None:
-    rig = await make_rig({"ARXIV_ARCHIVES": wide_archives()})
-    await rig.follow(READER, "cs.LG")
-    # Both feed URLs list the cross-listed papers (a cs paper cross-listed to stat, math).
-    rig.serve(monday_papers())
-
-    dry = await rig.poll(dry_run=True)
-
-    assert len(dry.sources) == 2
-    assert await rig.storage.papers.count() == 0
-    assert await rig.queued(READER) == []
-    assert await rig.storage.sources.all() == []
-    real = await rig.poll()
-    assert counts(dry) == counts(real) == (5, 0, 5)
-    assert sorted(dry.alerts, key=str) == sorted(real.alerts, key=str)
-    assert len(await rig.queued(READER)) == 5
 
 
 # --- the operator's view --------------------------------------------------------------------

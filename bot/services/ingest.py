@@ -56,10 +56,6 @@ INGEST_BATCH_ALERTS = 500
 INGEST_BATCH_PAPERS = 200
 
 
-class _DryRunRollback(Exception):
-    """Raised inside the ingest transaction of a dry run so that nothing is stored."""
-
-
 @dataclass(frozen=True, slots=True)
 class SourceReport:
     """What one feed URL gave in one poll."""
@@ -120,40 +116,37 @@ class Pipeline:
         # the sender holds them until all are stored (`Sender`'s `held_since`).
         self.storing_since: float | None = None
 
-    async def poll(self, *, dry_run: bool = False) -> PollReport:
+    async def poll(self) -> PollReport:
         """Fetch every planned feed, store what is new or revised and queue the alerts.
 
-        A dry run reads and matches but stores nothing (no papers, no validators, no alerts),
-        so the running bot still delivers everything it saw.
+        (`poll-once --dry-run` runs a real poll on a copy of the database:
+        `bot/services/operations.py`.)
         """
         async with self._lock, self._arxiv.ingest():
-            return await self._poll(dry_run)
+            return await self._poll()
 
-    async def _poll(self, dry_run: bool) -> PollReport:
+    async def _poll(self) -> PollReport:
         started = time.monotonic()
         report = PollReport()
         plan = build_feed_plan(
             self._settings.arxiv_archives, self._subscriptions.followed_sources(),
             rss_url=self._settings.arxiv_rss_url,
         )
-        if not dry_run:
-            await self._store.sources.forget_others(
-                plan.urls, under=self._settings.arxiv_rss_url)
+        await self._store.sources.forget_others(plan.urls, under=self._settings.arxiv_rss_url)
         self.storing_since = self._clock.now()
         try:
             for url in plan.urls:
-                report.sources.append(await self._poll_source(url, report, dry_run))
+                report.sources.append(await self._poll_source(url, report))
         finally:
             self.storing_since = None
-        if not dry_run:
-            # Half a million alerts after a big poll: sifted off the event loop.
-            revisions = await asyncio.to_thread(_revised_versions, report.alerts)
-            try:
-                await self._fetch_revision_details(revisions)
-            finally:
-                # Stored or failed for good: either way the revisions may go now.
-                await self._store.outbox.release_revisions(
-                    {arxiv_id for arxiv_id, _ in revisions}, self._clock.now())
+        # Half a million alerts after a big poll: sifted off the event loop.
+        revisions = await asyncio.to_thread(_revised_versions, report.alerts)
+        try:
+            await self._fetch_revision_details(revisions)
+        finally:
+            # Stored or failed for good: either way the revisions may go now.
+            await self._store.outbox.release_revisions(
+                {arxiv_id for arxiv_id, _ in revisions}, self._clock.now())
         report.seconds = time.monotonic() - started
         for source in report.sources:
             log.info(
@@ -170,10 +163,10 @@ class Pipeline:
         return next_poll_delay(self._clock.now(), [s.state for s in sources], self._calendar,
                                self._timing)
 
-    async def _poll_source(self, url: str, report: PollReport, dry_run: bool) -> SourceReport:
+    async def _poll_source(self, url: str, report: PollReport) -> SourceReport:
         started = time.monotonic()
         store = self._store
-        source = None if dry_run else await store.sources.get(url)
+        source = await store.sources.get(url)
         previous = source.state if source is not None else FeedState()
         try:
             fetched = await self._arxiv.fetch_rss(
@@ -183,21 +176,19 @@ class Pipeline:
             # Nothing was parsed, so nothing is marked as seen; the validators stay as they
             # were, and the next poll asks again.
             status = exc.status if isinstance(exc, HTTPStatusError) else None
-            if not dry_run:
-                await store.sources.record_failure(url, self._clock.now(), str(exc), status)
+            await store.sources.record_failure(url, self._clock.now(), str(exc), status)
             log.warning("feed %s failed: %s", url, exc)
             state = self._assess(previous, None, fetched=False)
-            filled = await self._settle(url, state, report, dry_run)
+            filled = await self._settle(url, state, report)
             return SourceReport(url, SourceOutcome.ERROR, error=str(exc),
                                 seconds=time.monotonic() - started, freshness=filled.freshness,
                                 **filled.counts)
         result = fetched.result
         if fetched.feed is None:
-            if not dry_run:
-                await store.sources.record_success(url, self._clock.now(), result.status, None,
-                                                   result.etag, result.last_modified)
+            await store.sources.record_success(url, self._clock.now(), result.status, None,
+                                               result.etag, result.last_modified)
             state = self._assess(previous, None, fetched=True)
-            filled = await self._settle(url, state, report, dry_run)
+            filled = await self._settle(url, state, report)
             return SourceReport(url, SourceOutcome.NOT_MODIFIED, freshness=filled.freshness,
                                 seconds=time.monotonic() - started, **filled.counts)
 
@@ -209,24 +200,22 @@ class Pipeline:
             # last good feed's validators stay, so the next poll asks again in full.
             error = (f"empty feed on an announcement day, expected "
                      f"{state.expected_on} ({url})")
-            if not dry_run:
-                await store.sources.record_failure(url, now, error, result.status)
+            await store.sources.record_failure(url, now, error, result.status)
             log.warning("feed %s is empty on an announcement day", url)
-            filled = await self._settle(url, state, report, dry_run)
+            filled = await self._settle(url, state, report)
             return SourceReport(url, SourceOutcome.ERROR, error=error,
                                 seconds=time.monotonic() - started, freshness=filled.freshness,
                                 **filled.counts)
-        changes, alerts = await self._ingest(feed.papers, report, now, dry_run)
+        changes, alerts = await self._ingest(feed.papers, report, now)
         empty = not feed.papers
-        if not dry_run:
-            # An empty weekend feed keeps no validators, so the next poll fetches the whole
-            # feed again rather than trusting a 304.
-            await store.sources.record_success(
-                url, now, result.status, len(feed.papers),
-                None if empty else result.etag, None if empty else result.last_modified,
-                clear_validators=empty,
-            )
-        filled = await self._settle(url, state, report, dry_run)
+        # An empty weekend feed keeps no validators, so the next poll fetches the whole feed
+        # again rather than trusting a 304.
+        await store.sources.record_success(
+            url, now, result.status, len(feed.papers),
+            None if empty else result.etag, None if empty else result.last_modified,
+            clear_validators=empty,
+        )
+        filled = await self._settle(url, state, report)
         counts = _counts(changes, alerts)
         for name, value in filled.counts.items():
             counts[name] = counts.get(name, 0) + value
@@ -235,10 +224,10 @@ class Pipeline:
             seconds=time.monotonic() - started, freshness=filled.freshness, **counts,
         )
 
-    async def _ingest(self, papers: Sequence[Paper], report: PollReport, now: float,
-                      dry_run: bool) -> tuple[list[PaperChange], list[Alert]]:
-        """Match a feed's papers, then store them in short transactions (rolled back in a dry
-        run), each a batch of papers with every alert they make: see `_store_batch`."""
+    async def _ingest(self, papers: Sequence[Paper], report: PollReport, now: float
+                      ) -> tuple[list[PaperChange], list[Alert]]:
+        """Match a feed's papers, then store them in short transactions, each a batch of
+        papers with every alert they make: see `_store_batch`."""
         store = self._store
         changes: list[PaperChange] = []
         alerts: list[Alert] = []
@@ -251,18 +240,16 @@ class Pipeline:
             # no transaction open, so chats' own writes (/pause, /follow) go on meanwhile.
             expected = classify(unique, await store.papers.announced(
                 p.arxiv_id for p in unique))
-            if dry_run:
-                expected = _seen_earlier_in_poll(expected, report)
             matched = await self._match(expected)
             for batch in _batches(expected, matched):
-                stored, queued = await self._store_batch(batch, matched, report, now, dry_run)
+                stored, queued = await self._store_batch(batch, matched, report, now)
                 changes += stored
                 alerts += queued
         return changes, alerts
 
     async def _store_batch(self, batch: Sequence[PaperChange],
-                           matched: Mapping[str, list[Alert]], report: PollReport, now: float,
-                           dry_run: bool) -> tuple[list[PaperChange], list[Alert]]:
+                           matched: Mapping[str, list[Alert]], report: PollReport, now: float
+                           ) -> tuple[list[PaperChange], list[Alert]]:
         """Store one batch of papers and their alerts in one transaction.
 
         Papers (which are what "seen" means) and their outbox rows commit together or not at
@@ -270,23 +257,14 @@ class Pipeline:
         the committed papers seen and the others new. The transaction is short (at most
         INGEST_BATCH_ALERTS rows), so a chat's write waits for one batch, not the whole feed.
         """
-        changes: list[PaperChange] = []
-        alerts: list[Alert] = []
-        try:
-            async with self._store.transaction() as tx:
-                changes = await tx.papers.upsert([c.paper for c in batch], now)
-                if dry_run:
-                    changes = _seen_earlier_in_poll(changes, report)
-                alerts = await self._batch_alerts(tx, changes, batch, matched)
-                # Revision alerts wait for their details (comments, journal refs) from the
-                # API, looked up at the end of the poll; at most one poll interval, should
-                # the look-up never finish.
-                await tx.outbox.enqueue(
-                    alerts, now, revisions_due_at=now + self._settings.poll_interval_seconds)
-                if dry_run:
-                    raise _DryRunRollback
-        except _DryRunRollback:
-            pass
+        async with self._store.transaction() as tx:
+            changes = await tx.papers.upsert([c.paper for c in batch], now)
+            alerts = await self._batch_alerts(tx, changes, batch, matched)
+            # Revision alerts wait for their details (comments, journal refs) from the API,
+            # looked up at the end of the poll; at most one poll interval, should the look-up
+            # never finish.
+            await tx.outbox.enqueue(
+                alerts, now, revisions_due_at=now + self._settings.poll_interval_seconds)
         report.changes.extend(changes)
         report.alerts.extend(alerts)
         return changes, alerts
@@ -296,11 +274,8 @@ class Pipeline:
         return assess(previous, content, fetched=fetched, now=self._clock.now(),
                       calendar=self._calendar, timing=self._timing)
 
-    async def _settle(self, url: str, state: FeedState, report: PollReport,
-                      dry_run: bool) -> _Settled:
+    async def _settle(self, url: str, state: FeedState, report: PollReport) -> _Settled:
         """Fill a stale source from the listing pages when it is due, then store its state."""
-        if dry_run:
-            return _Settled(state.freshness)
         now = self._clock.now()
         counts = {"filled": 0}
         if wants_listing(state, now) and state.expected_on is not None:
@@ -313,7 +288,7 @@ class Pipeline:
                 state = dataclasses.replace(state, listing_checked_at=now,
                                             listing_error=str(exc)[:500])
             else:
-                changes, alerts = await self._ingest(papers, report, now, dry_run)
+                changes, alerts = await self._ingest(papers, report, now)
                 counts = {"filled": len(papers), **_counts(changes, alerts)}
                 log.warning("feed %s is stale (expected %s): filled %d papers from the listing, "
                             "%d alerts", url, day, len(papers), len(alerts))
@@ -460,16 +435,3 @@ def _revised_versions(alerts: Iterable[Alert]) -> dict[tuple[str, int], None]:
 def _counts(changes: Sequence[PaperChange], alerts: Sequence[Alert]) -> dict[str, int]:
     counts = {str(status): sum(c.status is status for c in changes) for status in ChangeStatus}
     return {**counts, "alerts": len(alerts)}
-
-
-def _seen_earlier_in_poll(changes: list[PaperChange], report: PollReport) -> list[PaperChange]:
-    """A dry run rolls back each source's upsert, so a paper that an earlier feed of the same
-    poll listed (a cross-list) looks unknown again; a real poll would find it already seen."""
-    fresh = {c.paper.arxiv_id: c.paper.version for c in report.changes
-             if c.status is not ChangeStatus.SEEN}
-    return [
-        PaperChange(c.paper, ChangeStatus.SEEN, None)
-        if c.status is not ChangeStatus.SEEN and fresh.get(c.paper.arxiv_id, 0) >= c.paper.version
-        else c
-        for c in changes
-    ]
