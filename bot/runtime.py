@@ -20,7 +20,7 @@ from bot.chat.webhook import WebhookUpdater
 from bot.config import Settings
 from bot.core.clock import Clock
 from bot.delivery.pacing import Pacer
-from bot.delivery.sender import flood_wait_seconds
+from bot.delivery.sender import error_reason, flood_wait_seconds, telegram_backoff
 from bot.jobs.schedule import schedule_jobs
 from bot.services.budget import BudgetPolicy
 from bot.services.container import Services
@@ -29,7 +29,6 @@ from bot.storage.errors import DatabaseDamaged
 log = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"]
-CONNECT_BACKOFF_MAX = 30.0  # seconds between tries to reach Telegram at start-up: 1, 2, 4 … 30
 # From the stop signal: running handlers and jobs may finish within the grace, then they are
 # cancelled; whatever still runs at the deadline is cut off (systemd's default stop timeout
 # is 90 s, Docker's 10 s: the bot stays inside both).
@@ -53,16 +52,6 @@ def build_bot(settings: Settings, clock: Clock | None = None, *, pacer: Pacer | 
     return application
 
 
-def connect_delay(attempt: int) -> float:
-    """Seconds before try `attempt + 1` to reach Telegram: 1, 2, 4, 8, 16, 30, 30 …"""
-    return min(2.0 ** (attempt - 1), CONNECT_BACKOFF_MAX)
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:200]
-
-
 async def connect(application: Application, stop: asyncio.Event) -> bool:
     """Initialise the application (its first call is getMe), retrying until Telegram answers.
 
@@ -79,9 +68,9 @@ async def connect(application: Application, stop: asyncio.Event) -> bool:
             raise
         except RetryAfter as exc:
             delay = max(flood_wait_seconds(exc), 1.0)
-            reason = f"flood control: {_reason(exc)}"
+            reason = f"flood control: {error_reason(exc)}"
         except (NetworkError, TelegramError) as exc:
-            delay, reason = connect_delay(attempt), _reason(exc)
+            delay, reason = telegram_backoff(attempt), error_reason(exc)
         log.warning("Telegram is unreachable (%s); trying again in %.0f s (attempt %d)",
                     reason, delay, attempt)
         with contextlib.suppress(TimeoutError):

@@ -34,7 +34,7 @@ from telegram.error import InvalidToken, RetryAfter, TelegramError
 from telegram.ext import ExtBot, Updater
 from tornado.httpserver import HTTPServer
 
-from bot.delivery.sender import flood_wait_seconds
+from bot.delivery.sender import error_reason, flood_wait_seconds, telegram_backoff
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,6 @@ REJECTION_LOG_SECONDS = 60.0  # one line per source address in this long
 MAX_REMEMBERED_SOURCES = 4096  # sources whose last line is remembered; the oldest go first
 BODY_TIMEOUT = 30.0  # seconds to send a body of at most 1 MB
 IDLE_TIMEOUT = 75.0  # seconds a kept-alive connection may sit idle
-SET_WEBHOOK_BACKOFF_MAX = 30.0
 
 
 @dataclass(slots=True)
@@ -230,8 +229,7 @@ class WebhookUpdater(Updater):
             except TelegramError as exc:
                 if 0 <= retries < attempt:
                     raise
-                delay = min(2.0 ** (attempt - 1), SET_WEBHOOK_BACKOFF_MAX)
-                reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+                delay, reason = telegram_backoff(attempt), error_reason(exc)
             log.warning("could not set the webhook (%s); trying again in %.0f s (attempt %d)",
                         reason, delay, attempt)
             await asyncio.sleep(delay)

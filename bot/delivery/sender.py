@@ -540,6 +540,21 @@ def _what(outgoing: Outgoing, *, article: bool = False) -> str:
     return "an alert" if article else "alert"
 
 
+TELEGRAM_BACKOFF_MAX = 30.0  # seconds between tries to reach Telegram: 1, 2, 4 … 30
+
+
+def telegram_backoff(attempt: int) -> float:
+    """Seconds before try `attempt + 1` at a Bot API call that must go through (getMe at
+    start-up, setWebhook): 1, 2, 4, 8, 16, 30, 30 …"""
+    return min(2.0 ** (attempt - 1), TELEGRAM_BACKOFF_MAX)
+
+
+def error_reason(exc: BaseException) -> str:
+    """An error as one short line for the log."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
 def flood_wait_seconds(exc: RetryAfter) -> float:
     """Telegram's flood-control wait in seconds (PTB gives a timedelta or, before its timedelta
     behaviour was chosen, a number)."""

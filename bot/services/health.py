@@ -109,7 +109,6 @@ async def check_integrity(storage: Storage, now: float) -> IntegrityCheck:
     return check
 
 
-
 async def record_beat(storage: Storage, beat: Beat, at: float) -> None:
     """A heartbeat, stored for `health` (which reads it from another process)."""
     await storage.heartbeats.beat(beat, at)
