@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from dotenv import dotenv_values
 
@@ -42,6 +42,9 @@ class Settings:
     arxiv_api_url: str = "https://export.arxiv.org/api/query"
     arxiv_archives: tuple[str, ...] = ("cs",)
     database_path: Path = Path("data/bot.sqlite3")
+    # A PostgreSQL server's URL; None: SQLite, in the file at database_path. `database` is the
+    # URL storage opens; its password is a secret (`secrets`, `__repr__`).
+    database_url: str | None = None
     poll_interval_seconds: int = 900
     admin_chat_ids: frozenset[int] = frozenset()
     log_level: str = "INFO"
@@ -90,12 +93,18 @@ class Settings:
     def guides_enabled(self) -> bool:
         return bool(self.llm_api_url)
 
+    @property
+    def database(self) -> str:
+        """The database's URL: `postgresql://…`, or `sqlite:///` and the file's path."""
+        return self.database_url or f"sqlite:///{self.database_path}"
+
     def secrets(self) -> list[str]:
         """What no log line or output may show: every secret setting that is set, the bot
-        token in both its forms."""
+        token in both its forms, the database's password as written and decoded."""
         values = [getattr(self, f.name) for f in fields(self)
                   if f.metadata.get("secret") and f.name != "telegram_bot_token"]
-        return [*token_secrets(self.telegram_bot_token), *[v for v in values if v]]
+        return [*token_secrets(self.telegram_bot_token), *[v for v in values if v],
+                *database_secrets(self.database_url)]
 
     def __repr__(self) -> str:
         shown = []
@@ -107,6 +116,8 @@ class Settings:
                 text = repr(sorted(value))
             elif isinstance(value, Path):
                 text = repr(str(value))
+            elif f.name == "database_url" and value:
+                text = repr(hide_password(value))
             else:
                 text = repr(value)
             shown.append(f"{f.name}={text}")
@@ -244,6 +255,61 @@ def _database_path(name: str, value: str) -> Path:
     return path
 
 
+DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres")
+_DATABASE_FORMS = ("sqlite:///path/to/bot.sqlite3 or "
+                   "postgresql://user:password@host:5432/dbname")
+
+
+def database_secrets(url: str | None) -> list[str]:
+    """A database URL's password, as written in it and percent-decoded."""
+    if not url:
+        return []
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return []
+    return [p for p in dict.fromkeys((password, unquote(password or ""))) if p]
+
+
+def hide_password(url: str) -> str:
+    """The URL with its password shown as ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{user}:***@{host}").geturl()
+
+
+def _database(read: _Reader) -> dict[str, Any]:
+    """DATABASE_URL, or DATABASE_PATH's SQLite file: what storage opens."""
+    path_value = read.raw("database_path")
+    url = read.raw("database_url")
+    if url is None:
+        return {"database_path": _database_path(
+            "DATABASE_PATH", path_value or str(_DEFAULTS["database_path"]))}
+    shown = hide_password(url) if "@" in url else url
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"DATABASE_URL must be {_DATABASE_FORMS}, got {shown!r}") from None
+    if parts.scheme == "sqlite":
+        path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
+        if not path or parts.query or parts.fragment:
+            raise ConfigError(f"DATABASE_URL must be {_DATABASE_FORMS}, got {shown!r}")
+        if path_value is not None and Path(path_value) != Path(path):
+            raise ConfigError("DATABASE_URL and DATABASE_PATH name different databases: set "
+                              "one of them")
+        return {"database_path": _database_path("DATABASE_URL", path)}
+    if parts.scheme not in DATABASE_SCHEMES or not parts.hostname or not parts.path.strip("/"):
+        raise ConfigError(f"DATABASE_URL must be {_DATABASE_FORMS}, got {shown!r}")
+    if port == 0:
+        raise ConfigError(f"DATABASE_URL's port must be between 1 and 65535, got {shown!r}")
+    # DATABASE_PATH then names no database; it is left as it is (.env.example sets it).
+    return {"database_url": url}
+
+
 def load_settings(
     environ: Mapping[str, str] | None = None, env_file: Path | None = Path(".env")
 ) -> Settings:
@@ -282,8 +348,7 @@ def load_settings(
         arxiv_rss_url=read.url("arxiv_rss_url"),
         arxiv_api_url=read.url("arxiv_api_url"),
         arxiv_archives=read.parsed("arxiv_archives", _archives),
-        database_path=_database_path(
-            "DATABASE_PATH", read.raw("database_path") or str(_DEFAULTS["database_path"])),
+        **_database(read),
         poll_interval_seconds=poll_interval,
         admin_chat_ids=read.parsed("admin_chat_ids", _ids),
         admin_user_ids=read.parsed("admin_user_ids", _ids),

@@ -29,6 +29,13 @@ from bot.services.ingest import Pipeline, PollReport
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
 from tests.fakes.telegram_server import CallbackAnswer, FakeTelegram, SentMessage
+from tests.postgres_server import (
+    PostgresServer,
+    ServerMissing,
+    shared_folder,
+    start_shared_server,
+    stop_shared_server,
+)
 
 # Property tests check what a function returns, not how fast: on a busy 2-core machine a
 # 200 ms deadline or a slow-generation health check fails for reasons that are not bugs.
@@ -47,6 +54,45 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     if config.args_source is not pytest.Config.ArgsSource.TESTPATHS:
         return 0
     return min(8, 2 * len(os.sched_getaffinity(0)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller names the run's PostgreSQL folder before it starts any worker, so that
+    every worker shares one server (started only if a test asks for it)."""
+    if not hasattr(config, "workerinput"):
+        shared_folder()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        stop_shared_server()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> PostgresServer:
+    """The run's PostgreSQL server. Missing, it fails the test in CI (`CI=true`) and skips it
+    elsewhere, naming the package to install."""
+    try:
+        return start_shared_server()
+    except ServerMissing as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{exc}: CI needs the server")
+        pytest.skip(str(exc))
+
+
+ENGINES = ("sqlite", "postgresql")
+
+
+@pytest.fixture(params=ENGINES)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A new, empty database on each engine in turn, as its `DATABASE_URL`."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'data' / 'bot.sqlite3'}"
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.new_database()
+    yield url
+    server.drop_database(url)
 
 
 class RecordingSleep:

@@ -171,3 +171,57 @@ def test_the_redacting_filter_hides_the_token_in_messages_args_and_tracebacks() 
     assert secret not in record.getMessage()
     assert secret not in (record.exc_text or "")
     assert "***" in record.getMessage()
+
+
+PG_URL = "postgresql://arxivbot:s3cr%40t-pw@db.internal:5433/arxivbot"
+
+
+def test_the_database_is_sqlite_at_database_path_unless_database_url_names_one(
+        tmp_path: Path) -> None:
+    settings = settings_from({"TELEGRAM_BOT_TOKEN": TOKEN}, tmp_path)
+    assert settings.database == f"sqlite:///{tmp_path / 'db' / 'bot.sqlite3'}"
+    path = tmp_path / "other" / "bot.sqlite3"
+    settings = load_settings({"TELEGRAM_BOT_TOKEN": TOKEN, "DATABASE_URL": f"sqlite:///{path}"},
+                             env_file=None)
+    assert settings.database_path == path and settings.database == f"sqlite:///{path}"
+    assert (tmp_path / "other").is_dir(), "the database folder is created on start"
+    settings = settings_from({"TELEGRAM_BOT_TOKEN": TOKEN, "DATABASE_URL": PG_URL}, tmp_path)
+    assert settings.database == PG_URL
+
+
+def test_the_database_password_is_hidden_in_the_settings_and_redacted_from_logs(
+        tmp_path: Path) -> None:
+    settings = settings_from({"TELEGRAM_BOT_TOKEN": TOKEN, "DATABASE_URL": PG_URL}, tmp_path)
+    assert "s3cr" not in repr(settings)
+    assert "postgresql://arxivbot:***@db.internal:5433/arxivbot" in repr(settings)
+    record = logging.LogRecord("bot", logging.ERROR, __file__, 1, "cannot reach %s (%s)",
+                               (PG_URL, "password s3cr@t-pw refused"), None)
+    RedactingFilter(settings.secrets()).filter(record)
+    assert "s3cr" not in record.getMessage()
+
+
+@pytest.mark.parametrize("url", [
+    "mysql://u:p@host/db", "postgresql://u:p@/db", "postgresql://u:p@host:5432/",
+    "postgresql://u:p@host:99999/db", "sqlite://relative.db", "sqlite:///", "not a url",
+])
+def test_a_malformed_database_url_is_refused_naming_it_without_its_password(
+        url: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="DATABASE_URL") as raised:
+        settings_from({"TELEGRAM_BOT_TOKEN": TOKEN, "DATABASE_URL": url}, tmp_path)
+    assert ":p@" not in str(raised.value)
+
+
+def test_database_url_and_database_path_naming_two_sqlite_files_are_refused(
+        tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="set one of them"):
+        settings_from({"TELEGRAM_BOT_TOKEN": TOKEN,
+                       "DATABASE_URL": f"sqlite:///{tmp_path / 'a.sqlite3'}"}, tmp_path)
+
+
+def test_a_malformed_database_url_exits_2_with_one_line(tmp_path: Path) -> None:
+    result = run_bot({"PYTHONPATH": str(Path(__file__).parents[1]), "TELEGRAM_BOT_TOKEN": TOKEN,
+                      "DATABASE_URL": "postgresql://bot:hunter2@:5432/db"}, tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "DATABASE_URL" in lines[0], result.stderr
+    assert "hunter2" not in result.stderr and "Traceback" not in result.stderr

@@ -117,3 +117,17 @@ def test_only_the_sqlite_engine_imports_sqlite() -> None:
         offenders += [f"{path.relative_to(ROOT)} imports {module}"
                       for module in imported_modules(path) if module.startswith(barred)]
     assert offenders == []
+
+
+async def test_a_sqlite_url_and_a_path_open_the_same_file(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "bot.sqlite3"
+    store = await open_storage(f"sqlite:///{path}")
+    try:
+        await store.papers.upsert_many([make_paper(1)], 0.0)
+    finally:
+        await store.close()
+    store = await open_storage(path, create=False)
+    try:
+        assert await store.papers.count() == 1
+    finally:
+        await store.close()

@@ -116,7 +116,7 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
     wiring = wiring or Wiring()
     clock = wiring.clock
     async with AsyncExitStack() as stack:
-        storage = await open_storage(settings.database_path)
+        storage = await open_storage(settings.database)
         stack.push_async_callback(storage.close)
         subscriptions = SubscriptionService(storage, clock)
         await subscriptions.load()
