@@ -16,6 +16,7 @@ from bot.config import load_settings
 from bot.core.i18n import SUPPORTED_LANGUAGES
 from bot.services.budget import COSTLY_COST, DEFAULT_COST, IMPORT_MAX_COST, LOOKUP_COST
 from bot.services.container import Features
+from tests.conftest import Harness
 
 ALL_FEATURES = Features(guides=True, trending=True)
 NO_FEATURES = Features(guides=False, trending=False)
@@ -37,7 +38,7 @@ def test_the_bot_registers_a_handler_for_each_row_and_no_other_command(tmp_path:
     registered = {name: handler.callback
                   for handlers in application.handlers.values() for handler in handlers
                   if isinstance(handler, CommandHandler) for name in handler.commands}
-    assert registered == {command.name: command.handler for command in COMMANDS}
+    assert registered == {command.name: command.answer for command in COMMANDS}
 
 
 def test_names_are_unique_and_as_telegram_accepts_them() -> None:
@@ -98,3 +99,35 @@ def test_every_row_costs_what_the_budget_charged_before_the_table() -> None:
     ids = " ".join(f"2611.{10000 + n}" for n in range(1000))
     assert command_cost("import", f"/import {ids}") == IMPORT_MAX_COST
     assert command_cost("frobnicate", "/frobnicate") == DEFAULT_COST
+
+
+@pytest.mark.parametrize(("command", "answer"), [
+    ("/guide", "AI reading guides are not set up on this bot."),
+    ("/guide 2611.11450", "AI reading guides are not set up on this bot."),
+    ("/trending", "Hugging Face community picks are turned off on this bot."),
+    ("/trending mine", "Hugging Face community picks are turned off on this bot."),
+])
+async def test_a_command_of_a_switched_off_feature_says_so_before_reading_its_argument(
+        harness: Harness, command: str, answer: str) -> None:
+    # The harness's bot runs without an LLM endpoint and with Hugging Face off.
+    assert visible((await harness.ask(7, command)).text) == answer
+
+
+@pytest.mark.parametrize(("command", "usage"), [
+    ("/follow", "Tell me what to follow"),
+    ("/unfollow", "Which one? Send /unfollow 2"),
+    ("/paper", "Which paper? For example /paper 2611.11450"),
+    ("/similar   ", "Which paper? For example /similar 2611.11450"),
+])
+async def test_a_bare_command_that_needs_an_argument_is_answered_with_its_usage(
+        harness: Harness, command: str, usage: str) -> None:
+    reply = await harness.ask(7, command)
+    assert visible(reply.text).startswith(usage)
+    assert not await harness.services.subscriptions.for_chat(7)
+
+
+async def test_an_argument_that_is_no_arxiv_id_is_refused_before_any_look_up(
+        harness: Harness) -> None:
+    reply = await harness.ask(7, "/paper not-an-id")
+    assert visible(reply.text).startswith("That doesn't look like an arXiv ID.")
+    assert harness.arxiv.requests == []

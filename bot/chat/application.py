@@ -145,7 +145,7 @@ def build_application(
     application.add_handler(TypeHandler(object, record_chat), group=-1)
 
     for command in COMMANDS:
-        application.add_handler(CommandHandler(command.name, command.handler))
+        application.add_handler(CommandHandler(command.name, command.answer))
     application.add_handler(CallbackQueryHandler(buttons.on_button))
     # Last in the group: a command nobody above handled.
     application.add_handler(MessageHandler(filters.COMMAND, basic.unknown_command))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Flag, StrEnum, auto
+from typing import Any
 
 from telegram import BotCommand, Chat, Update
 from telegram.constants import ChatType
@@ -25,12 +26,14 @@ from bot.chat.handlers import (
     trending,
 )
 from bot.chat.handlers import settings as chat_settings
-from bot.chat.handlers.common import reply
+from bot.chat.handlers.common import read_argument, read_arxiv_id, reply
 from bot.core.i18n import _, t
 from bot.services.budget import COSTLY_COST, DEFAULT_COST, LOOKUP_COST, import_cost
 from bot.services.container import Features
 
-Handler = Callable[[Update, BotContext], Awaitable[None]]
+# A command's handler: given the update and context, and, for a row with an `Argument`, what
+# the argument was read as (a str, or an ArxivId).
+Handler = Callable[..., Awaitable[None]]
 
 
 class Chats(Flag):
@@ -61,6 +64,44 @@ class Feature(StrEnum):
 
     def on(self, features: Features) -> bool:
         return features.guides if self is Feature.GUIDES else features.trending
+
+    @property
+    def off(self) -> str:
+        """The answer to its command while it is off (a msgid)."""
+        return _FEATURE_OFF[self]
+
+
+_FEATURE_OFF = {
+    Feature.GUIDES: _("AI reading guides are not set up on this bot."),
+    Feature.HUGGING_FACE: _("Hugging Face community picks are turned off on this bot."),
+}
+
+
+class Reads(StrEnum):
+    """What a command's argument is read as."""
+
+    TEXT = "text"  # cleaned text (overlong or control-laden text is refused)
+    ARXIV_ID = "arxiv-id"  # an arXiv ID or an arxiv.org link
+
+
+@dataclass(frozen=True, slots=True)
+class Argument:
+    """What a command reads after its name; the handler gets it as a third parameter.
+
+    With `usage` (a msgid), a bare command is answered with it and the handler is not called;
+    without, a bare command reaches the handler as the empty text.
+    """
+
+    usage: str | None = None
+    reads: Reads = Reads.TEXT
+
+    async def read(self, update: Update, context: BotContext) -> Any:
+        """The argument, or None once the chat was told what is wrong with it."""
+        usage = None if self.usage is None else t(context.lang, self.usage)
+        if self.reads is Reads.ARXIV_ID:
+            assert usage is not None, "an arXiv ID has no empty value"
+            return await read_arxiv_id(update, context, usage)
+        return await read_argument(update, context, usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +160,20 @@ class Command:
     offered: Chats = Chats.ANY
     operators_only: bool = False  # the handler refuses everyone else; /help says so
     needs: Feature | None = None
+    argument: Argument | None = None  # None: the handler reads nothing after the name
+
+    async def answer(self, update: Update, context: BotContext) -> None:
+        """What the application registers: a switched-off feature says so, an argument is read
+        (and a bad one answered), then the handler runs."""
+        if self.needs is not None and not self.needs.on(context.services.features):
+            await reply(update, context, t(context.lang, self.needs.off))
+            return
+        if self.argument is None:
+            await self.handler(update, context)
+            return
+        value = await self.argument.read(update, context)
+        if value is not None:
+            await self.handler(update, context, value)
 
     def cost_of(self, text: str) -> int:
         """What this command costs, sent as `text`."""
@@ -173,18 +228,27 @@ COMMANDS: tuple[Command, ...] = (
     Command("follow", subscriptions.follow,
             _("Follow a category, author, keyword or query"),
             HelpLine(FOLLOWING, 1, _("/follow &lt;query&gt; — add a subscription")),
-            cost=COSTLY_COST),
+            cost=COSTLY_COST,
+            argument=Argument(_(
+                "Tell me what to follow, for example:\n<code>/follow cs.LG</code>\n"
+                "<code>/follow au:\"E. Yoneki\" OR ti:\"graph neural\"</code>\n/help explains "
+                "queries."))),
     Command("list", subscriptions.list_subscriptions, _("Your subscriptions"),
             HelpLine(FOLLOWING, 3, _("/list — your subscriptions, each with a remove button"))),
     Command("unfollow", subscriptions.unfollow, _("Remove a subscription"),
             HelpLine(FOLLOWING, 2, _("/unfollow &lt;number&gt; or /unfollow all — remove "
-                                     "subscriptions"))),
+                                     "subscriptions")),
+            argument=Argument(_("Which one? Send <code>/unfollow 2</code> with a number from "
+                                "/list, or <code>/unfollow all</code>."))),
     # Only a forum group can bind subscriptions to topics, so only there does /help say it.
     Command("move", subscriptions.move, _("In a forum topic: send a subscription's alerts here"),
             HelpLine(OVERVIEW, 5, _("/move &lt;number&gt; inside a topic — that subscription's "
                                     "alerts go to this topic; /follow inside a topic does the "
                                     "same for a new one")),
-            offered=Chats.FORUM),
+            offered=Chats.FORUM,
+            argument=Argument(_(
+                "Which one? Send <code>/move 2</code> inside a topic, with a number from /list: "
+                "that subscription's alerts then come to the topic."))),
     Command("saved", library.saved, _("Your saved papers"),
             HelpLine(LIBRARY, 1, _("/saved — saved papers, newest first"))),
     Command("export", library.export, _("Export saved papers as BibTeX"),
@@ -192,37 +256,47 @@ COMMANDS: tuple[Command, ...] = (
             cost=COSTLY_COST),
     Command("paper", library.paper, _("Look up a paper by arXiv ID or link"),
             HelpLine(LIBRARY, 3, _("/paper &lt;arXiv ID or link&gt; — one paper's card")),
-            cost=LOOKUP_COST),
+            cost=LOOKUP_COST,
+            argument=Argument(_(
+                "Which paper? For example <code>/paper 2611.11450</code> or "
+                "<code>/paper https://arxiv.org/abs/2611.11450</code>."), Reads.ARXIV_ID)),
     Command("guide", guides.guide, _("AI reading guide of a paper"),
             HelpLine(OVERVIEW, 3, _("/guide &lt;id&gt; — an AI reading guide written from the "
                                     "abstract (also the 🧠 Guide button)")),
-            cost=COSTLY_COST, needs=Feature.GUIDES),
+            cost=COSTLY_COST, needs=Feature.GUIDES,
+            argument=Argument(_("Which paper? For example <code>/guide 2611.11450</code>."),
+                              Reads.ARXIV_ID)),
     Command("trending", trending.trending, _("Today's Hugging Face community picks"),
             HelpLine(OVERVIEW, 4, _("/trending — today's Hugging Face community picks; "
                                     "/trending mine — those matching your subscriptions")),
-            cost=COSTLY_COST, needs=Feature.HUGGING_FACE),
+            cost=COSTLY_COST, needs=Feature.HUGGING_FACE, argument=Argument()),
     Command("import", imports.import_command, _("Import papers: a .bib file or arXiv IDs"),
             HelpLine(LIBRARY, 4, _("/import — .bib or arXiv IDs")),
             cost=_import_cost),
     Command("digest", chat_settings.digest, _("Daily digest at a time, or off"),
             HelpLine(DELIVERY, 2, _("/digest HH:MM — one daily digest at that time; "
-                                    "/digest off — instant alerts"))),
+                                    "/digest off — instant alerts")),
+            argument=Argument()),
     Command("pause", chat_settings.pause, _("Pause alerts"),
             HelpLine(DELIVERY, 1, _("/pause and /resume — stop and restart alerts (nothing is "
                                     "lost)"))),
     Command("resume", chat_settings.resume, _("Resume alerts"), None),  # on /pause's line
     Command("tz", chat_settings.timezone, _("Set your time zone"),
             HelpLine(DELIVERY, 3, _("/tz &lt;zone&gt; — your time zone, e.g. "
-                                    "<code>/tz Asia/Shanghai</code>"))),
+                                    "<code>/tz Asia/Shanghai</code>")),
+            argument=Argument()),
     Command("lang", chat_settings.language, _("Language: en or zh"),
-            HelpLine(DELIVERY, 4, _("/lang en or /lang zh — language"))),
+            HelpLine(DELIVERY, 4, _("/lang en or /lang zh — language")), argument=Argument()),
     Command("similar", library.similar, _("Stored papers nearest to a paper"),
             HelpLine(LIBRARY, 5, _("/similar &lt;arXiv ID&gt; — stored papers nearest to one "
                                    "paper; 👍 / 👎 on alerts and your saved papers teach the "
-                                   "ranker (/stats shows whether it is on)"))),
+                                   "ranker (/stats shows whether it is on)")),
+            argument=Argument(_("Which paper? For example <code>/similar 2611.11450</code>."),
+                              Reads.ARXIV_ID)),
     # Not in /help: the private /help is at its 1,500 characters.
     Command("foryou", chat_settings.for_you,
-            _("Daily papers your subscriptions missed: on, off or N"), None),
+            _("Daily papers your subscriptions missed: on, off or N"), None,
+            argument=Argument()),
     Command("stats", overview.stats, _("What arXiv announced lately"),
             HelpLine(OVERVIEW, 1, _("/stats — what arXiv announced lately and what reached "
                                     "you"))),

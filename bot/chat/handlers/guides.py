@@ -9,7 +9,7 @@ from telegram import Message, ReplyParameters, Update
 from bot.arxiv.errors import ArxivError
 from bot.arxiv.lookups import TooManyLookups
 from bot.chat.context import BotContext
-from bot.chat.handlers.common import read_arxiv_id, reply, topic_of
+from bot.chat.handlers.common import reply, topic_of
 from bot.core.i18n import t
 from bot.core.models import ArxivId, Paper
 from bot.core.text import escape
@@ -20,17 +20,10 @@ from bot.guides.service import GuideService, Refusal
 log = logging.getLogger(__name__)
 
 
-
-async def guide(update: Update, context: BotContext) -> None:
+async def guide(update: Update, context: BotContext, arxiv_id: ArxivId) -> None:
     """`/guide <id or link>`: the paper's reading guide, written now or from the cache."""
-    lang = context.lang
     service = context.services.guides
-    if service is None:
-        await reply(update, context, t(lang, "AI reading guides are not set up on this bot."))
-        return
-    arxiv_id = await read_arxiv_id(update, context, t(
-        lang, "Which paper? For example <code>/guide 2611.11450</code>."))
-    if arxiv_id is None:
+    if service is None:  # off: the command table has told the chat so, before this handler
         return
     paper = await _find(update, context, arxiv_id)
     if paper is None:

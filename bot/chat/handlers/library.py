@@ -15,7 +15,6 @@ from bot.chat.handlers.common import (
     admin_check,
     edit_quietly,
     group_member,
-    read_arxiv_id,
     reply,
 )
 from bot.chat.progress import Progress
@@ -112,28 +111,16 @@ def _exporting(lang: str, done: int, total: int) -> str:
               "📦 Exporting your library: {done}/{count} papers…", total, done=done)
 
 
-async def paper(update: Update, context: BotContext) -> None:
+async def paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> None:
     """A paper's card by id or arXiv link, from the store or the arXiv API."""
-    lang = context.lang
-    arxiv_id = await read_arxiv_id(update, context, t(
-        lang, "Which paper? For example <code>/paper 2611.11450</code> or "
-        "<code>/paper https://arxiv.org/abs/2611.11450</code>."
-    ))
-    if arxiv_id is None:
-        return
     await show_paper(update, context, arxiv_id)
 
 
 SIMILAR_COUNT = 5  # papers /similar lists
 
 
-async def similar(update: Update, context: BotContext) -> None:
+async def similar(update: Update, context: BotContext, arxiv_id: ArxivId) -> None:
     """The stored papers nearest to one paper (tf-idf cosine over title, abstract, authors)."""
-    lang = context.lang
-    arxiv_id = await read_arxiv_id(update, context, t(
-        lang, "Which paper? For example <code>/similar 2611.11450</code>."))
-    if arxiv_id is None:
-        return
     await show_similar(update, context, arxiv_id.base)
 
 

@@ -7,7 +7,6 @@ from telegram import Update
 from bot.chat.context import BotContext
 from bot.chat.handlers.common import (
     may_change_settings,
-    read_argument,
     reply,
     topic_of,
 )
@@ -46,12 +45,9 @@ async def resume(update: Update, context: BotContext) -> None:
     ) if waiting else t(context.lang, "▶️ Alerts resumed."))
 
 
-async def digest(update: Update, context: BotContext) -> None:
+async def digest(update: Update, context: BotContext, argument: str) -> None:
     """`/digest HH:MM` for one daily digest at local time, `/digest off` for instant alerts."""
     lang = context.lang
-    argument = await read_argument(update, context)
-    if argument is None:
-        return
     record = context.chat_record
     if not argument:
         current = (t(lang, "a daily digest at {time} ({zone})", time=record.digest_time,
@@ -87,12 +83,9 @@ async def digest(update: Update, context: BotContext) -> None:
     ))
 
 
-async def timezone(update: Update, context: BotContext) -> None:
+async def timezone(update: Update, context: BotContext, argument: str) -> None:
     """Set the chat's IANA time zone (used for digests and dates)."""
     lang = context.lang
-    argument = await read_argument(update, context)
-    if argument is None:
-        return
     record = context.chat_record
     if not argument:
         await reply(update, context, t(
@@ -118,11 +111,8 @@ async def timezone(update: Update, context: BotContext) -> None:
     ))
 
 
-async def language(update: Update, context: BotContext) -> None:
+async def language(update: Update, context: BotContext, argument: str) -> None:
     """Switch the chat's language: `/lang en` or `/lang zh`."""
-    argument = await read_argument(update, context)
-    if argument is None:
-        return
     choice = argument.lower()
     if choice not in SUPPORTED_LANGUAGES:
         await reply(update, context, t(
@@ -136,13 +126,10 @@ async def language(update: Update, context: BotContext) -> None:
     await reply(update, context, t(choice, "Language set to English."))
 
 
-async def for_you(update: Update, context: BotContext) -> None:
+async def for_you(update: Update, context: BotContext, argument: str) -> None:
     """`/foryou on|off|N`: a daily message of papers the subscriptions missed but the chat's
     model scores highly."""
     lang = context.lang
-    argument = await read_argument(update, context)
-    if argument is None:
-        return
     word = argument.strip().lower()
     if not (word in ("on", "off") or (word.isdigit() and 1 <= int(word) <= FOR_YOU_MAX_COUNT)):
         await reply(update, context, t(

@@ -12,7 +12,6 @@ from bot.chat.handlers.common import (
     clip,
     edit_quietly,
     may_change_settings,
-    read_argument,
     reply,
     topic_of,
 )
@@ -26,15 +25,9 @@ from bot.delivery.render import topic_label
 LIST_TEXT_BUDGET = MessageLimit.MAX_TEXT_LENGTH - 196
 
 
-async def follow(update: Update, context: BotContext) -> None:
+async def follow(update: Update, context: BotContext, query: str) -> None:
     """Add a subscription; the reply shows it as typed, its number and a 7-day preview."""
     lang = context.lang
-    query = await read_argument(update, context, t(
-        lang, "Tell me what to follow, for example:\n<code>/follow cs.LG</code>\n"
-        "<code>/follow au:\"E. Yoneki\" OR ti:\"graph neural\"</code>\n/help explains queries."
-    ))
-    if query is None:
-        return
     if not await may_change_settings(update, context):
         return
     topic = topic_of(update)
@@ -81,15 +74,9 @@ def _cjk_note(lang: str, terms: tuple[str, ...]) -> str:
     )
 
 
-async def unfollow(update: Update, context: BotContext) -> None:
+async def unfollow(update: Update, context: BotContext, argument: str) -> None:
     """Remove one subscription by its number in /list, or all of them."""
     lang = context.lang
-    argument = await read_argument(update, context, t(
-        lang, "Which one? Send <code>/unfollow 2</code> with a number from /list, "
-        "or <code>/unfollow all</code>."
-    ))
-    if argument is None:
-        return
     argument = argument.lower()
     if not await may_change_settings(update, context):
         return
@@ -186,14 +173,9 @@ async def list_subscriptions(update: Update, context: BotContext) -> None:
     await reply(update, context, text, reply_markup=markup)
 
 
-async def move(update: Update, context: BotContext) -> None:
+async def move(update: Update, context: BotContext, argument: str) -> None:
     """Bind a subscription to the forum topic the command is sent in (General included)."""
     lang = context.lang
-    argument = await read_argument(update, context, t(
-        lang, "Which one? Send <code>/move 2</code> inside a topic, with a number from /list: "
-        "that subscription's alerts then come to the topic."))
-    if argument is None:
-        return
     chat = update.effective_chat
     if not chat.is_forum:
         await reply(update, context, t(

@@ -5,23 +5,18 @@ from __future__ import annotations
 from telegram import Update
 
 from bot.chat.context import BotContext
-from bot.chat.handlers.common import read_argument, reply
+from bot.chat.handlers.common import reply
 from bot.core.i18n import t
 from bot.delivery.render import render_paper_card
 
 TRENDING_CARDS = 5  # cards per /trending: the top of the list, each with the usual buttons
 
 
-async def trending(update: Update, context: BotContext) -> None:
+async def trending(update: Update, context: BotContext, argument: str) -> None:
     """Today's picks as cards (or only those matching this chat's subscriptions)."""
     lang = context.lang
     service = context.services.trending
-    if service is None:
-        await reply(update, context, t(lang, "Hugging Face community picks are turned off on "
-                                             "this bot."))
-        return
-    argument = await read_argument(update, context)
-    if argument is None:
+    if service is None:  # off: the command table has told the chat so, before this handler
         return
     mine = argument.lower() == "mine"
     if argument and not mine:
