@@ -32,8 +32,8 @@ from bot.chat.application import build_application
 from bot.config import load_settings
 from bot.core.clock import SystemClock
 from bot.core.models import Alert
-from bot.delivery.sender import Sender
-from bot.storage import Storage, open_storage
+from bot.services.container import Wiring, open_services
+from bot.storage import Storage
 from tests.fakes.feedgen import synth_papers
 from tests.fakes.telegram_server import DEFAULT_TOKEN, FakeTelegram
 
@@ -77,30 +77,28 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
             "TELEGRAM_BOT_TOKEN": token,
             "TELEGRAM_API_URL": api_url,
             "DATABASE_PATH": str(Path(folder) / "bench.sqlite3"),
+            "HF_PAPERS_URL": "off",
+            **({} if window is None else {"SEND_WINDOW": str(window)}),
         }
         settings = load_settings(env, env_file=None)
-        storage = await open_storage(settings.database_path)
+        # The bot's own Telegram client (its request settings) and its own services.
+        bot = build_application(settings, clock).bot
+        await bot.initialize()
         try:
-            await seed(storage, alerts, groups, clock.now())
-            application = build_application(settings, clock)
-            bot = application.bot
-            await bot.initialize()
-            try:
+            async with open_services(settings, bot=bot, wiring=Wiring(clock=clock)) as services:
+                await seed(services.storage, alerts, groups, clock.now())
                 if freeze:
                     # What a start-up `gc.freeze()` would do: the objects alive after start-up
                     # leave the collector's view, so no full collection stalls the event loop.
                     gc.collect()
                     gc.freeze()
-                # As the application's post_init builds it (no pacer given: the default).
-                sender = Sender(bot, storage, clock, window=window)
+                sender = services.sender
                 started = time.perf_counter()
                 report = await sender.drain()
                 seconds = time.perf_counter() - started
-            finally:
-                await bot.shutdown()
-            counts = await storage.outbox.counts()
+                counts = await services.storage.outbox.counts()
         finally:
-            await storage.close()
+            await bot.shutdown()
     conn.send("done")
     rate_limited, arrivals = conn.recv()
     arrivals.sort()

@@ -26,14 +26,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from telegram import Bot
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.arxiv.client import ArxivClient
 from bot.arxiv.feeds import parse_rss
 from bot.config import load_settings
 from bot.core.clock import ManualClock
-from bot.query.service import SubscriptionService
-from bot.services.ingest import Pipeline
+from bot.services.container import Wiring, open_services
 from bot.storage import open_storage
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed, synth_papers
@@ -78,20 +78,14 @@ async def _pipeline_polls(body: bytes, folder: Path) -> dict[str, float | str]:
         settings = load_settings({
             "TELEGRAM_BOT_TOKEN": TOKEN, "ARXIV_RSS_URL": server.rss_url,
             "ARXIV_API_URL": server.api_url, "DATABASE_PATH": str(folder / "poll.sqlite3"),
-            "ARXIV_MIN_INTERVAL_SECONDS": "0",
+            "ARXIV_MIN_INTERVAL_SECONDS": "0", "HF_PAPERS_URL": "off",
         }, env_file=None)
         clock = ManualClock()
-        storage = await open_storage(settings.database_path)
-        try:
-            subscriptions = SubscriptionService(storage, clock)
-            await subscriptions.load()
-            async with ArxivClient(rss_url=settings.arxiv_rss_url, min_interval=0) as arxiv:
-                pipeline = Pipeline(settings, storage, arxiv, subscriptions, clock)
-                full_seconds, full_cpu, full = await _timed(pipeline.poll)
-                clock.advance(900)
-                cached_seconds, cached_cpu, cached = await _timed(pipeline.poll)
-        finally:
-            await storage.close()
+        # The bot's own construction; the poll sends nothing, so the bot is never reached.
+        async with open_services(settings, bot=Bot(TOKEN), wiring=Wiring(clock=clock)) as services:
+            full_seconds, full_cpu, full = await _timed(services.pipeline.poll)
+            clock.advance(900)
+            cached_seconds, cached_cpu, cached = await _timed(services.pipeline.poll)
         requests = server.requests
     outcomes = [source.outcome for report in (full, cached)
                 for source in report.sources]  # type: ignore[attr-defined]

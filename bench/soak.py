@@ -69,13 +69,11 @@ from telegram import Bot
 
 from bench.vocabulary import load_vocabulary
 from bot.arxiv.calendar import HOLIDAYS, ArxivCalendar
-from bot.arxiv.client import ArxivClient
 from bot.arxiv.plan import build_feed_plan
 from bot.config import load_settings
 from bot.core.clock import ManualClock
 from bot.core.models import AnnounceType, ArxivId, Paper
 from bot.delivery.pacing import Pacer
-from bot.delivery.sender import Sender
 from bot.query.matcher import PaperFeatures, evaluate, evaluate_features
 from bot.query.parser import (
     And,
@@ -88,11 +86,9 @@ from bot.query.parser import (
     Text,
     parse,
 )
-from bot.query.service import SubscriptionService
+from bot.services.container import Wiring, open_services
 from bot.services.daily import send_due_digests
-from bot.services.ingest import Pipeline
 from bot.services.upkeep import prune
-from bot.storage import open_storage
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import listing_page, rss_feed
 from tests.fakes.telegram_server import FakeTelegram, SentMessage
@@ -767,12 +763,20 @@ class Soak:
             "ARXIV_RSS_URL": arxiv.rss_url, "ARXIV_API_URL": arxiv.api_url,
             "DATABASE_PATH": str(self.folder / "bot.sqlite3"),
             "ARXIV_LISTING_URL": arxiv.listing_url,
-            "ARXIV_MIN_INTERVAL_SECONDS": "0", "LOG_LEVEL": "WARNING",
+            "ARXIV_MIN_INTERVAL_SECONDS": "0", "LOG_LEVEL": "WARNING", "HF_PAPERS_URL": "off",
         }
         self.settings = load_settings(env, env_file=None)
-        self.storage = await open_storage(self.settings.database_path)
-        self.subscriptions = SubscriptionService(self.storage, self.clock)
-        await self.subscriptions.load()
+        self.bot = Bot(TOKEN, base_url=f"{self.settings.telegram_api_url}/bot")
+        await self.bot.initialize()
+        # The bot's own construction, on virtual time: its clock, a pacer that sleeps virtually
+        # and a calendar with the soak's holiday.
+        wiring = Wiring(clock=self.clock,
+                        pacer=Pacer(monotonic=self.virtual.monotonic, sleep=self.virtual.sleep),
+                        calendar=ArxivCalendar({**HOLIDAYS, HOLIDAY: "soak holiday"}))
+        self.services_open = open_services(self.settings, bot=self.bot, wiring=wiring)
+        services = await self.services_open.__aenter__()
+        self.storage, self.subscriptions = services.storage, services.subscriptions
+        self.sender, self.pipeline = services.sender, services.pipeline
         now = self.clock.now()
         self.plans: list[ChatPlan] = self.world.call("chat_plans")
         for plan in self.plans:
@@ -793,24 +797,11 @@ class Soak:
         for path in self.feed_paths:  # the weekend before the soak
             self.arxiv.set_feed(path, rss_feed([], names=feed_names(path),
                                                announce_date=START - timedelta(days=2)))
-        self.bot = Bot(TOKEN, base_url=f"{self.settings.telegram_api_url}/bot")
-        await self.bot.initialize()
-        pacer = Pacer(monotonic=self.virtual.monotonic, sleep=self.virtual.sleep)
-        self.sender = Sender(self.bot, self.storage, self.clock, pacer)
-        self.arxiv_client = ArxivClient(rss_url=self.settings.arxiv_rss_url,
-                                        api_url=self.settings.arxiv_api_url,
-                                        listing_url=self.settings.arxiv_listing_url,
-                                        contact=self.settings.contact,
-                                        min_interval=self.settings.arxiv_min_interval_seconds)
-        self.pipeline = Pipeline(self.settings, self.storage, self.arxiv_client,
-                                 self.subscriptions, self.clock,
-                                 calendar=ArxivCalendar({**HOLIDAYS, HOLIDAY: "soak holiday"}))
         self.world.send("prepare", 0, sorted(self.saved))
 
     async def close(self) -> None:
-        await self.arxiv_client.aclose()
+        await self.services_open.__aexit__(None, None, None)
         await self.bot.shutdown()
-        await self.storage.close()
 
     # -- the bot's jobs
 

@@ -16,6 +16,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from bot.arxiv.calendar import ArxivCalendar
 from bot.arxiv.client import ArxivClient
 from bot.arxiv.lookups import LookupQueue
 from bot.config import Settings
@@ -99,12 +100,14 @@ class Services:
 @dataclass(frozen=True, slots=True)
 class Wiring:
     """How an edge wants its services made, beyond the settings: tests and benches pass a
-    manual clock, a faster pacer, another budget or progress policy."""
+    manual clock, a faster pacer, another budget or progress policy, a calendar with more
+    holidays."""
 
     clock: Clock = field(default_factory=SystemClock)
     pacer: Pacer = field(default_factory=Pacer)
     budget: BudgetPolicy = field(default_factory=BudgetPolicy)
     progress: ProgressPolicy = field(default_factory=ProgressPolicy)
+    calendar: ArxivCalendar = field(default_factory=ArxivCalendar)
 
 
 @asynccontextmanager
@@ -141,7 +144,8 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
         if features.trending:
             community = CommunityPicks(settings.hf_papers_url, storage, arxiv, clock)
             stack.push_async_callback(community.aclose)
-        pipeline = Pipeline(settings, storage, arxiv, subscriptions, clock)
+        pipeline = Pipeline(settings, storage, arxiv, subscriptions, clock,
+                            calendar=wiring.calendar)
         sender = Sender(bot, storage, clock, wiring.pacer, window=settings.send_window,
                         on_migrated=subscriptions.chat_migrated,
                         on_topic_gone=subscriptions.topic_gone,
