@@ -75,6 +75,10 @@ class Settings:
     # Hugging Face daily papers: off while hf_papers_url is empty.
     hf_papers_url: str = "https://huggingface.co/api/daily_papers"
     hf_poll_interval_seconds: int = 21600
+    # The Mini App (bot/web/): off while webapp_url is empty, and its buttons hidden.
+    webapp_url: str = ""
+    webapp_listen: str = "127.0.0.1"
+    webapp_port: int = 8444
 
     def is_operator(self, user_id: int | None, chat_id: int) -> bool:
         """Whether this user may use operator commands (/status) in this chat.
@@ -220,6 +224,21 @@ def _webhook(read: _Reader) -> dict[str, Any]:
     }
 
 
+def _webapp(read: _Reader) -> dict[str, Any]:
+    url = read.raw("webapp_url")
+    if url is None:
+        return {}
+    url = _url("WEBAPP_URL", url)
+    if not url.startswith("https://"):
+        raise ConfigError(f"WEBAPP_URL must be an https URL (Telegram opens only those), "
+                          f"got {url!r}")
+    return {
+        "webapp_url": url,
+        "webapp_listen": read.text("webapp_listen"),
+        "webapp_port": read.integer("webapp_port", 1, 65535),
+    }
+
+
 def _health(read: _Reader, poll_interval: int) -> dict[str, int]:
     # Three polls missed in a row, and never less than an hour: arXiv itself is often slow.
     arxiv_default = max(3 * poll_interval, _DEFAULTS["health_max_arxiv_age_seconds"])
@@ -342,6 +361,12 @@ def load_settings(
     hf_papers_url = ((read.raw("hf_papers_url") or "off") if read.present("hf_papers_url")
                      else _DEFAULTS["hf_papers_url"])
 
+    webhook, webapp = _webhook(read), _webapp(read)
+    if webhook and webapp and (webhook["webhook_listen"], webhook["webhook_port"]) == (
+            webapp["webapp_listen"], webapp["webapp_port"]):
+        raise ConfigError("WEBAPP_PORT must differ from WEBHOOK_PORT on the same address: "
+                          "the Mini App and the webhook are two servers")
+
     return Settings(
         telegram_bot_token=token,
         telegram_api_url=read.url("telegram_api_url"),
@@ -355,7 +380,7 @@ def load_settings(
         log_level=log_level,
         contact=read.text("contact"),
         arxiv_min_interval_seconds=read.number("arxiv_min_interval_seconds", 0.0),
-        **_webhook(read),
+        **webhook,
         arxiv_listing_url=read.url("arxiv_listing_url"),
         **{name: read.integer(name, 1, DAY) for name in _CALENDAR_SECONDS},
         **_health(read, poll_interval),
@@ -370,6 +395,7 @@ def load_settings(
             "" if hf_papers_url.lower() == "off" else _url("HF_PAPERS_URL", hf_papers_url)
         ),
         hf_poll_interval_seconds=read.integer("hf_poll_interval_seconds", 60, 7 * DAY),
+        **webapp,
     )
 
 

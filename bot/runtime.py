@@ -25,6 +25,7 @@ from bot.jobs.schedule import schedule_jobs
 from bot.services.budget import BudgetPolicy
 from bot.services.container import Services
 from bot.storage.errors import DatabaseDamaged
+from bot.web.server import WebApp, show_menu_button
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ def build_bot(settings: Settings, clock: Clock | None = None, *, pacer: Pacer | 
 
     def start_jobs(application: Application, services: Services) -> None:
         schedule_jobs(application.job_queue, services)
+        if settings.webapp_url:
+            start_webapp(application, services, settings)
 
     application = build_application(settings, clock, on_ready=start_jobs, pacer=pacer,
                                     budget=budget)
@@ -50,6 +53,17 @@ def build_bot(settings: Settings, clock: Clock | None = None, *, pacer: Pacer | 
         # Our own webhook server (bot/chat/webhook.py): PTB's reads every body whole first.
         application.updater = WebhookUpdater(application.bot, application.update_queue)
     return application
+
+
+def start_webapp(application: Application, services: Services, settings: Settings) -> WebApp:
+    """Serve the Mini App on the bot's event loop, and show it as the chats' menu button."""
+    webapp = WebApp(services, application.bot, path=urlsplit(settings.webapp_url).path)
+    webapp.listen(settings.webapp_listen, settings.webapp_port)
+    application.bot_data["webapp"] = webapp
+    log.info("serving the Mini App %s on %s:%d", settings.webapp_url, settings.webapp_listen,
+             settings.webapp_port)
+    application.create_task(show_menu_button(application.bot, settings.webapp_url))
+    return webapp
 
 
 async def connect(application: Application, stop: asyncio.Event) -> bool:
@@ -137,6 +151,9 @@ class Stopper:
             await asyncio.sleep(0.05)
         if application.updater is not None and application.updater.running:
             await application.updater.stop()
+        webapp: WebApp | None = application.bot_data.pop("webapp", None)
+        if webapp is not None:  # no new page request starts; the database is still open
+            await webapp.stop()
         services = application.bot_data.get("services")
         if services is not None and services.sender is not None:
             # No new send starts from here; those in flight are answered and recorded (or

@@ -22,11 +22,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bot.sources", "bot.query", "bot.ranking", "bot.guides", "bot.importer", "bot.library",
      "bot.delivery"),
     ("bot.services",),
-    ("bot.chat", "bot.jobs", "bot.cli"),  # the edges
+    ("bot.chat", "bot.jobs", "bot.web", "bot.cli"),  # the edges
     ("bot.runtime",),
     ("bot.__main__",),
 )
-EDGES = ("bot.chat", "bot.jobs", "bot.cli", "bot.__main__")
+EDGES = ("bot.chat", "bot.jobs", "bot.web", "bot.cli", "bot.__main__")
 # The process's entry prints storage's own errors as their one line (they name no engine).
 ENTRY_MAY_IMPORT = {"bot.__main__": ("bot.storage.errors",)}
 # Below the edges only delivery (which sends) talks to Telegram at run time.

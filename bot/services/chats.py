@@ -81,5 +81,10 @@ class ChatSettings:
         await self._storage.rankings.set_for_you(chat_id, count, self._clock.now(), topic_id)
         return ForYou(count, await self._ranker.status(chat_id))
 
+    async def for_you(self, chat_id: int) -> int | None:
+        """For you's papers a day, or None while it is off."""
+        current = await self._storage.rankings.for_you(chat_id)
+        return current.count if current is not None else None
+
     async def for_you_off(self, chat_id: int) -> None:
         await self._storage.rankings.set_for_you(chat_id, None, self._clock.now())

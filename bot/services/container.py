@@ -34,6 +34,7 @@ from bot.services.ingest import Pipeline
 from bot.services.library import Library
 from bot.services.overview import Overview
 from bot.services.papers import Papers
+from bot.services.previews import Previews
 from bot.services.state import RunState
 from bot.services.topics import ForumTopics
 from bot.services.trending import Trending
@@ -92,6 +93,7 @@ class Services:
     library: Library
     papers: Papers
     topics: ForumTopics
+    previews: Previews
     guides: GuideService | None = None  # when features.guides
     community: CommunityPicks | None = None  # when features.trending
     trending: Trending | None = None  # when features.trending
@@ -160,6 +162,7 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
             run=run, overview=Overview(settings, storage, subscriptions, ranker, clock, run),
             chats=ChatSettings(storage, ranker, clock), library=Library(storage, clock),
             papers=Papers(storage, lookups, ranker, clock, guide=features.guides),
-            topics=ForumTopics(storage), guides=guides, community=community,
+            topics=ForumTopics(storage), previews=Previews(storage, clock), guides=guides,
+            community=community,
             trending=None if community is None else Trending(community, subscriptions, storage),
         )

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.core.clock import Clock
-from bot.core.models import GroupMember, LibraryEntry, Paper
+from bot.core.models import Feedback, GroupMember, LibraryEntry, Paper
 from bot.delivery.bibtex import PART_SEPARATOR, to_bibtex
 from bot.delivery.pages import PAGE_SIZE, page_count
 from bot.library import groups as group_library
@@ -40,6 +40,17 @@ class Library:
         page = min(max(page, 1), page_count(total))
         entries = await self._storage.saved.entries(chat_id, (page - 1) * PAGE_SIZE, PAGE_SIZE)
         return SavedPage(entries, page, total)
+
+    async def entries(self, chat_id: int) -> list[LibraryEntry]:
+        """The whole library with who saved each paper, newest saves first."""
+        return await self._storage.saved.entries(chat_id, 0, -1)
+
+    async def labels(self, chat_id: int) -> dict[str, Feedback]:
+        """The chat's 👍 / 👎 on papers, by arXiv id."""
+        return await self._storage.feedback.of_chat(chat_id)
+
+    async def is_saved(self, chat_id: int, arxiv_id: str) -> bool:
+        return await self._storage.saved.is_saved(chat_id, arxiv_id)
 
     async def save(self, chat_id: int, arxiv_id: str, version: int,
                    member: GroupMember | None) -> bool:

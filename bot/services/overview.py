@@ -68,6 +68,16 @@ class Stats:
 
 
 @dataclass(frozen=True, slots=True)
+class Day:
+    """One day of the front page's chart: versions stored, and the chat's matches."""
+
+    start: float  # the day's first second (days end at the time asked, going back)
+    new: int
+    revised: int
+    matches: int
+
+
+@dataclass(frozen=True, slots=True)
 class Status:
     """What /status shows, as of `now`."""
 
@@ -113,6 +123,21 @@ class Overview:
                 ranking=await self._ranker.status(chat_id),
             ),
         )
+
+    async def days(self, chat_id: int, count: int) -> tuple[Day, ...]:
+        """The last `count` spans of 24 h, oldest first, from the same counts as `stats`."""
+        store, now = self._storage, self._clock.now()
+        ingested, matched = [], []
+        for back in range(count, -1, -1):  # counts since each span's start, widest first
+            since = now - back * DAY
+            ingested.append(await store.papers.ingest_counts(since, AI_CATEGORIES))
+            matched.append(await store.outbox.chat_matches_since(chat_id, since))
+        return tuple(
+            Day(start=now - (count - i) * DAY,
+                new=ingested[i]["new"] - ingested[i + 1]["new"],
+                revised=ingested[i]["revised"] - ingested[i + 1]["revised"],
+                matches=matched[i] - matched[i + 1])
+            for i in range(count))
 
     async def status(self) -> Status:
         store, now = self._storage, self._clock.now()

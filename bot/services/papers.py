@@ -7,9 +7,10 @@ import asyncio
 
 from bot.arxiv.lookups import LookupQueue
 from bot.core.clock import Clock
-from bot.core.models import ArxivId, Feedback, Paper
-from bot.delivery.compose import alert_message, digest_continued, load_paper
-from bot.delivery.render import RenderedMessage
+from bot.core.models import AlertKind, ArxivId, Feedback, Paper
+from bot.delivery.compose import alert_message, digest_continued, load_paper, saved_state
+from bot.delivery.diff import describe_changes
+from bot.delivery.render import RenderedMessage, render_alert
 from bot.ranking.service import Ranker
 from bot.storage import Storage
 
@@ -57,6 +58,20 @@ class Papers:
         """The paper's card as this chat sees it (saved, by whom, its 👍 / 👎)."""
         return await alert_message(self._storage, chat_id, lang, paper, None,
                                    guide=self._guide)
+
+    async def full_card(self, chat_id: int, lang: str, paper: Paper) -> RenderedMessage:
+        """The paper as the Mini App shows it: the whole abstract, and for a later version
+        what changed since the one before (as a revision alert says it)."""
+        store = self._storage
+        previous = (await store.papers.previous_version(paper.arxiv_id, paper.version)
+                    if paper.version > 1 else None)
+        saved, saved_by = await saved_state(store, chat_id, paper.arxiv_id)
+        return render_alert(
+            paper, kind=AlertKind.REVISION if previous is not None else "card", saved=saved,
+            saved_by=saved_by, expanded=True, lang=lang,
+            diff=describe_changes(previous, paper) if previous is not None else None,
+            pick=await store.community.get(paper.arxiv_id),
+            feedback=await store.feedback.get(chat_id, paper.arxiv_id))
 
     async def redrawn(self, chat_id: int, message_id: int, lang: str, paper: Paper, *,
                       expanded: bool) -> RenderedMessage:

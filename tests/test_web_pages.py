@@ -1,0 +1,113 @@
+"""The Mini App's pages over HTTP, in English and Chinese: what each shows, and that each change
+goes through the services the chat commands use, so the chat sees it (`/list`, `/saved`)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.conftest import Harness, make_paper
+from tests.fakes.webapp import WebUnderTest, web_app
+
+ADA = 7001
+
+
+@pytest.fixture
+async def web(harness: Harness) -> AsyncIterator[WebUnderTest]:
+    harness.serve_feed([
+        make_paper(1, title="Sparse attention at scale"),
+        make_paper(2, title="Graph neural networks for chemistry", categories=("cs.CE",),
+                   authors=("Ana Núñez",)),
+        make_paper(3, title=r"Diffusion with $\alpha$-divergence", categories=("stat.ML",)),
+    ])
+    await harness.poll()
+    async with web_app(harness) as under_test:
+        yield under_test
+
+
+def text(response) -> str:
+    assert response.status_code == 200, response.text
+    return html.unescape(response.text)
+
+
+async def test_front_page_shows_the_days_figures_sources_and_a_chart(web: WebUnderTest) -> None:
+    page = text(await web.get("front", web.sign(ADA)))
+    assert "+3" in page and "new papers" in page
+    assert "<svg" in page and page.count('<rect class="new"') == 14
+    assert "cs" in page and "last scan" in page
+    # A chat the bot has no record of takes the language of the user's Telegram.
+    chinese = text(await web.get("front", web.sign(ADA + 1, language_code="zh-hans")))
+    assert "arXiv 速览" in chinese and "新增论文" in chinese
+
+
+async def test_library_search_filter_sort_card_save_and_bibtex(web: WebUnderTest) -> None:
+    harness, init = web.harness, web.sign(ADA)
+    for number in (1, 2, 3):
+        saved = text(await web.post("save", init, {"id": f"2611.{10000 + number}"}))
+        assert "Saved to your library" in saved
+        harness.clock.advance(60)
+    listed = await harness.ask(ADA, "/saved")
+    assert "Sparse attention at scale" in listed.text, "the chat sees the Mini App's saves"
+    everything = text(await web.get("library", init))
+    assert "3 papers" in everything
+    found = text(await web.get("library", init, q="nunez"))
+    assert "1 paper" in found and "Graph neural networks" in found
+    assert "Sparse attention" not in found
+    by_id = text(await web.get("library", init, q="2611.10003"))
+    assert "Diffusion with α-divergence" in by_id, "LaTeX shown as in alerts"
+    in_category = text(await web.get("library", init, cat="stat"))
+    assert "1 paper" in in_category
+    oldest_saved_last = text(await web.get("library", init, sort="saved"))
+    assert oldest_saved_last.index("Diffusion") < oldest_saved_last.index("Sparse")
+    card = text(await web.get("paper", init, id="2611.10002"))
+    assert "Graph neural networks for chemistry" in card and "act/unsave" in card
+    bibtex = text(await web.get("bibtex", init, q="nunez"))
+    assert bibtex.count("@article") + bibtex.count("@misc") == 1
+    removed = text(await web.post("unsave", init, {"id": "2611.10002"}))
+    assert "Removed from your library" in removed and "act/save" in removed
+    listed = await harness.ask(ADA, "/saved")
+    assert "Graph neural networks" not in listed.text
+
+
+async def test_subscriptions_preview_follow_edit_and_remove(web: WebUnderTest) -> None:
+    harness, init = web.harness, web.sign(ADA)
+    preview = text(await web.post("preview", init, {"query": "ti:sparse"}))
+    assert "would have matched 1 paper" in preview and "Sparse attention at scale" in preview
+    broken = text(await web.post("preview", init, {"query": "cs.LG AND ("}))
+    assert "couldn't read that query" in broken
+    followed = text(await web.post("follow", init, {"query": "ti:sparse"}))
+    assert "Following #1" in followed
+    [sub] = await harness.services.subscriptions.for_chat(ADA)
+    assert "1 match this week" in followed
+    editing = text(await web.get("subscriptions", init, edit=str(sub.id)))
+    assert 'value="ti:sparse"' in editing
+    edited = text(await web.post("follow", init, {"query": "ti:graph",
+                                                  "replacing": str(sub.id)}))
+    assert "Following" in edited
+    assert "ti:graph" in (await harness.ask(ADA, "/list")).text
+    assert "ti:sparse" not in (await harness.ask(ADA, "/list")).text
+    [sub] = await harness.services.subscriptions.for_chat(ADA)
+    gone = text(await web.post("unfollow", init, {"id": str(sub.id)}))
+    assert "Removed: ti:graph" in gone
+    assert "don't follow anything" in (await harness.ask(ADA, "/list")).text
+
+
+async def test_settings_change_as_the_commands_do(web: WebUnderTest) -> None:
+    harness, init = web.harness, web.sign(ADA)
+    page = text(await web.post("setting", init, {"setting": "digest", "value": "08:30"}))
+    assert "08:30" in page
+    record = await harness.services.chats.get(ADA)
+    assert record is not None and record.digest_time == "08:30"
+    bad = text(await web.post("setting", init, {"setting": "tz", "value": "Mars/Base"}))
+    assert "I don't know the time zone" in bad
+    text(await web.post("setting", init, {"setting": "tz", "value": "asia/shanghai"}))
+    text(await web.post("setting", init, {"setting": "pause"}))
+    text(await web.post("setting", init, {"setting": "foryou", "value": "on", "count": "3"}))
+    assert await harness.services.chats.for_you(ADA) == 3
+    chinese = text(await web.post("setting", init, {"setting": "lang", "value": "zh"}))
+    assert "设置" in chinese and "推送已暂停" in chinese
+    record = await harness.services.chats.get(ADA)
+    assert record is not None and record.timezone == "Asia/Shanghai" and record.paused
+    assert "已暂停" in (await harness.ask(ADA, "/pause")).text
