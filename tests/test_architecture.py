@@ -137,7 +137,7 @@ def test_edges_import_neither_storage_nor_each_other() -> None:
 
 def test_only_storage_knows_sqlite() -> None:
     wrong = [str(i) for i in imports()
-             if i.imported.split(".")[0] in ("aiosqlite", "sqlite3")
+             if i.imported.split(".")[0] in ("aiosqlite", "sqlite3", "asyncpg")
              and not within(i.importer, "bot.storage")]
     assert wrong == [], "\n".join(wrong)
 

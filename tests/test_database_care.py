@@ -46,8 +46,8 @@ async def test_backup_command_copies_the_live_database(harness: Harness, tmp_pat
 
 
 async def test_prune_forgets_old_deliveries_and_papers_but_keeps_the_library(
-        tmp_path: Path) -> None:
-    store = await open_storage(tmp_path / "bot.sqlite3")
+        database_url: str) -> None:
+    store = await open_storage(database_url)
     try:
         start = 1_790_000_000.0
         await store.chats.record(1, "private", "Ada", "en", start)
@@ -114,8 +114,9 @@ async def test_a_for_you_setting_from_before_its_outbox_queues_to_general(
         await store.close()
 
 
-async def test_prune_forgets_old_for_you_messages_and_expires_held_ones(tmp_path: Path) -> None:
-    store = await open_storage(tmp_path / "bot.sqlite3")
+async def test_prune_forgets_old_for_you_messages_and_expires_held_ones(
+        database_url: str) -> None:
+    store = await open_storage(database_url)
     try:
         start = 1_790_000_000.0
         for chat_id in (1, 2):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -86,9 +85,9 @@ def fake_hf() -> Iterator[FakeHuggingFace]:
 
 
 @pytest.fixture
-async def source(tmp_path: Path, fake_hf: FakeHuggingFace,
+async def source(database_url: str, fake_hf: FakeHuggingFace,
                  fake_arxiv: FakeArxivServer) -> AsyncIterator[CommunityPicks]:
-    storage = await open_storage(tmp_path / "db.sqlite3")
+    storage = await open_storage(database_url)
     arxiv = ArxivClient(rss_url=fake_arxiv.rss_url, api_url=fake_arxiv.api_url, min_interval=0)
     slept: list[float] = []
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,8 +34,8 @@ async def client(fake_arxiv: FakeArxivServer) -> AsyncIterator[ArxivClient]:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Storage]:
-    storage = await open_storage(tmp_path / "bot.sqlite3")
+async def store(database_url: str) -> AsyncIterator[Storage]:
+    storage = await open_storage(database_url)
     await storage.chats.record(CHAT, "private", "Ada", "en", 0.0)
     yield storage
     await storage.close()

@@ -46,9 +46,10 @@ def papers() -> list[Paper]:
 
 
 @pytest.fixture
-async def labelled_store(papers: list[Paper], tmp_path: Path) -> AsyncIterator[Storage]:
-    """A database holding the corpus, where chat CHAT saved just enough papers for a model."""
-    store = await open_storage(tmp_path / "bot.sqlite3")
+async def labelled_store(papers: list[Paper], database_url: str) -> AsyncIterator[Storage]:
+    """A database holding the corpus, where chat CHAT saved just enough papers for a model
+    (on each engine in turn)."""
+    store = await open_storage(database_url)
     try:
         await store.papers.upsert_many(papers, START)
         await store.chats.record(CHAT, "private", "Ada", "en", START)

@@ -28,8 +28,9 @@ def paper(arxiv_id: str = "2611.11450", version: int = 1, **changes) -> Paper:
 
 
 @pytest.fixture
-async def store(tmp_path: Path):
-    storage = await open_storage(tmp_path / "data" / "bot.sqlite3")
+async def store(database_url: str):
+    """A new database on each engine in turn."""
+    storage = await open_storage(database_url)
     yield storage
     await storage.close()
 

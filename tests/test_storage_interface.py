@@ -1,5 +1,5 @@
-"""The storage seam: the SQLite engine offers what `bot.storage.interfaces` promises, no more,
-and only the engine knows it is SQLite."""
+"""The storage seam: each engine (SQLite, PostgreSQL) offers what `bot.storage.interfaces`
+promises, no more, and only the engines know which database they are."""
 
 from __future__ import annotations
 
@@ -11,16 +11,28 @@ from pathlib import Path
 import pytest
 
 from bot.storage import interfaces, open_storage
+from bot.storage.postgres.storage import PostgresStorage, PostgresTransaction
 from bot.storage.sqlite.storage import SqliteStorage, SqliteTransaction
 from tests.conftest import make_paper
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "bot" / "storage" / "sqlite"
-ENGINE_MODULES = [importlib.import_module(f"bot.storage.sqlite.{path.stem}")
-                  for path in sorted(ENGINE.glob("*.py")) if path.stem != "__init__"]
+POSTGRES = ROOT / "bot" / "storage" / "postgres"
 DRIVERS = ("aiosqlite", "sqlite3")
-ENGINE_PROPER = ("bot.storage.sqlite.db", "bot.storage.sqlite.storage")
+POSTGRES_DRIVERS = ("asyncpg",)
+ENGINE_PROPER = ("bot.storage.sqlite.db", "bot.storage.sqlite.storage",
+                 "bot.storage.postgres.db", "bot.storage.postgres.storage")
 WHOLE = (interfaces.Storage, interfaces.Transaction)  # return the engine's own classes
+ENGINES = {
+    "sqlite": (ENGINE, SqliteStorage, SqliteTransaction),
+    "postgresql": (POSTGRES, PostgresStorage, PostgresTransaction),
+}
+
+
+def engine_modules(engine: str) -> list[object]:
+    folder = ENGINES[engine][0]
+    return [importlib.import_module(f"bot.storage.{folder.name}.{path.stem}")
+            for path in sorted(folder.glob("*.py")) if path.stem != "__init__"]
 
 
 def protocols() -> list[type]:
@@ -29,15 +41,17 @@ def protocols() -> list[type]:
             and value.__module__ == interfaces.__name__]
 
 
-def sqlite_class(protocol: type) -> type:
-    """The SQLite class that implements `protocol` (a repository shares its name)."""
+def engine_class(engine: str, protocol: type) -> type:
+    """The engine's class that implements `protocol` (a repository shares its name; the
+    PostgreSQL engine's are in its `repositories`, SQLite's own where it needs no other)."""
+    _, storage, transaction = ENGINES[engine]
     if protocol in WHOLE:
-        return SqliteStorage if protocol is interfaces.Storage else SqliteTransaction
-    for module in ENGINE_MODULES:
+        return storage if protocol is interfaces.Storage else transaction
+    for module in engine_modules(engine):
         found = getattr(module, protocol.__name__, None)
         if inspect.isclass(found):
             return found
-    raise AssertionError(f"no SQLite class implements {protocol.__name__}")
+    raise AssertionError(f"no {engine} class implements {protocol.__name__}")
 
 
 def methods(cls: type) -> dict[str, inspect.Signature]:
@@ -55,10 +69,11 @@ def properties(cls: type) -> dict[str, str]:
             if isinstance(member, property)}
 
 
+@pytest.mark.parametrize("engine_name", ENGINES)
 @pytest.mark.parametrize("protocol", protocols(), ids=lambda p: p.__name__)
-def test_the_sqlite_engine_has_every_method_the_interface_promises_and_no_other(
-        protocol: type) -> None:
-    engine = sqlite_class(protocol)
+def test_each_engine_has_every_method_the_interface_promises_and_no_other(
+        protocol: type, engine_name: str) -> None:
+    engine = engine_class(engine_name, protocol)
     promised, offered = methods(protocol), methods(engine)
     offered.pop("open", None)  # how an engine is opened is its own affair (`open_storage`)
     assert sorted(offered) == sorted(promised), "a method services may call is in the interface"
@@ -68,21 +83,29 @@ def test_the_sqlite_engine_has_every_method_the_interface_promises_and_no_other(
             assert offered[name].return_annotation == signature.return_annotation, name
 
 
+def engine_of(database_url: str) -> str:
+    return database_url.split(":", 1)[0]
+
+
 async def test_storage_and_its_transactions_carry_the_promised_repositories(
-        tmp_path: Path) -> None:
-    store = await open_storage(tmp_path / "bot.sqlite3")
+        database_url: str) -> None:
+    store = await open_storage(database_url)
+    engine = engine_of(database_url)
     try:
+        assert isinstance(store, ENGINES[engine][1])
         for name, kind in properties(interfaces.Storage).items():
-            assert isinstance(getattr(store, name), sqlite_class(getattr(interfaces, kind)))
+            assert isinstance(getattr(store, name),
+                              engine_class(engine, getattr(interfaces, kind)))
         async with store.transaction() as tx:
             for name, kind in properties(interfaces.Transaction).items():
-                assert isinstance(getattr(tx, name), sqlite_class(getattr(interfaces, kind)))
+                assert isinstance(getattr(tx, name),
+                                  engine_class(engine, getattr(interfaces, kind)))
     finally:
         await store.close()
 
 
-async def test_a_transaction_that_raises_stores_nothing(tmp_path: Path) -> None:
-    store = await open_storage(tmp_path / "bot.sqlite3")
+async def test_a_transaction_that_raises_stores_nothing(database_url: str) -> None:
+    store = await open_storage(database_url)
     try:
         with pytest.raises(RuntimeError):
             async with store.transaction() as tx:
@@ -106,12 +129,14 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-def test_only_the_sqlite_engine_imports_sqlite() -> None:
-    """The drivers only under bot/storage/sqlite/; its connection and storage classes only
+def test_only_each_engine_imports_its_driver() -> None:
+    """The drivers only under their engine's folder (SQLite's under bot/storage/sqlite/,
+    asyncpg under bot/storage/postgres/); the engines' connection and storage classes only
     under bot/storage/ (which opens them): the rest of the bot holds a `Storage`."""
     offenders = []
     for path in sorted((ROOT / "bot").rglob("*.py")):
-        barred = () if path.is_relative_to(ENGINE) else DRIVERS
+        barred = (() if path.is_relative_to(ENGINE) else DRIVERS) + (
+            () if path.is_relative_to(POSTGRES) else POSTGRES_DRIVERS)
         if not path.is_relative_to(ROOT / "bot" / "storage"):
             barred += ENGINE_PROPER
         offenders += [f"{path.relative_to(ROOT)} imports {module}"

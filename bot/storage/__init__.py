@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.storage.errors import DatabaseError
 from bot.storage.interfaces import Compaction, Storage, Transaction
 
 SQLITE_PREFIX = "sqlite:///"
@@ -27,8 +26,10 @@ async def open_storage(database: Path | str, *, create: bool = True, migrate: bo
     (None: the engine's default).
     """
     if is_postgres(database):
-        raise DatabaseError("PostgreSQL storage is not available in this version of the bot: "
-                            "use a sqlite:/// DATABASE_URL (or DATABASE_PATH)")
+        from bot.storage.postgres.storage import PostgresStorage
+
+        return await PostgresStorage.open(str(database), create=create, migrate=migrate,
+                                          busy_timeout=busy_timeout)
     from bot.storage.sqlite.storage import SqliteStorage
 
     path = str(database)

@@ -12,6 +12,9 @@ from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.outbox import DELIVERY_TABLES, HELD_ALERT_DAYS
 
 LAST_SEEN_RESOLUTION = 600.0  # seconds: `last_seen_at` is refreshed at most this often
+# The tables a chat owns rows in, each with the rest of its unique key beside chat_id.
+_KEYS_BESIDE_CHAT = {"subscriptions": ("query",), "saved": ("arxiv_id",),
+                     "outbox": ("topic_id", "arxiv_id", "version"), "foryou_outbox": ("day",)}
 
 
 def _chat(row: sqlite3.Row) -> Chat:
@@ -76,7 +79,7 @@ class ChatRepository:
                     type = excluded.type,
                     title = excluded.title,
                     -- a language chosen with /lang wins over Telegram's language_code
-                    language = CASE WHEN chats.language_chosen THEN chats.language
+                    language = CASE WHEN chats.language_chosen <> 0 THEN chats.language
                                     ELSE excluded.language END,
                     last_seen_at = excluded.last_seen_at,
                     inactive_since = NULL,
@@ -163,10 +166,13 @@ class ChatRepository:
                 """,
                 {"old": old_id, "new": new_id},
             )
-            for table in ("subscriptions", "saved", *DELIVERY_TABLES):
+            for table, key in _KEYS_BESIDE_CHAT.items():
+                # What the new id has already (the same key) is not moved: it stays behind.
+                clash = " AND ".join(f"x.{column} = {table}.{column}" for column in key)
                 await conn.execute(
-                    f"UPDATE OR IGNORE {table} SET chat_id = ? WHERE chat_id = ?",
-                    (new_id, old_id),
+                    f"UPDATE {table} SET chat_id = :new WHERE chat_id = :old AND NOT EXISTS "
+                    f"(SELECT 1 FROM {table} x WHERE x.chat_id = :new AND {clash})",
+                    {"new": new_id, "old": old_id},
                 )
             # What clashed stays with the old row and goes with it (ON DELETE CASCADE).
             await conn.execute("DELETE FROM chats WHERE id = ?", (old_id,))
@@ -175,8 +181,8 @@ class ChatRepository:
         row = await self._db.fetchone(
             """
             SELECT COUNT(*) AS total,
-                   SUM(inactive_since IS NULL) AS active,
-                   SUM(inactive_since IS NOT NULL) AS inactive,
+                   SUM(CASE WHEN inactive_since IS NULL THEN 1 ELSE 0 END) AS active,
+                   SUM(CASE WHEN inactive_since IS NULL THEN 0 ELSE 1 END) AS inactive,
                    SUM(paused) AS paused
             FROM chats
             """

@@ -29,7 +29,8 @@ class CommunityRepository:
                 INSERT INTO community_picks ({_COLUMNS}, first_seen_at, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (arxiv_id) DO UPDATE SET
-                    listed_on = MAX(community_picks.listed_on, excluded.listed_on),
+                    listed_on = CASE WHEN excluded.listed_on > community_picks.listed_on
+                                 THEN excluded.listed_on ELSE community_picks.listed_on END,
                     title = excluded.title, upvotes = excluded.upvotes,
                     comments = excluded.comments, github_repo = excluded.github_repo,
                     github_stars = excluded.github_stars, project_page = excluded.project_page,

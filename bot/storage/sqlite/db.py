@@ -31,6 +31,12 @@ def in_chunks(values: Iterable[T]) -> Iterator[tuple[list[T], str]]:
         yield chunk, ",".join("?" * len(chunk))
 
 
+async def inserted_id(conn: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> int:
+    """Run one INSERT inside a transaction; the new row's id."""
+    cursor = await conn.execute(sql, params)
+    return int(cursor.lastrowid or 0)
+
+
 VACUUM_MIN_FREE_SHARE = 0.2  # VACUUM after pruning once a fifth of the file is free pages
 BUSY_TIMEOUT = 5.0  # seconds a statement waits for another connection's lock
 QUICK_CHECK_PROBLEMS = 3  # of SQLite's list of damaged pages, the first few are enough to tell

@@ -21,7 +21,7 @@ class FeedbackRepository:
         await self._db.execute(
             "INSERT INTO feedback (chat_id, arxiv_id, label, labelled_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (chat_id, arxiv_id) DO UPDATE SET label = excluded.label, "
-            "labelled_at = excluded.labelled_at WHERE label != excluded.label",
+            "labelled_at = excluded.labelled_at WHERE feedback.label != excluded.label",
             (chat_id, arxiv_id, label.value, now),
         )
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from bot.core.models import Guide
-from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.db import Database, inserted_id
 
 
 class GuideRepository:
     """Reads and writes `guides` and `guide_calls`."""
+
+    _inserted_id = staticmethod(inserted_id)
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -34,9 +36,8 @@ class GuideRepository:
     async def record_call(self, chat_id: int, now: float) -> int:
         """Count one request to the endpoint against the budgets; returns its id."""
         async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO guide_calls (chat_id, called_at) VALUES (?, ?)", (chat_id, now))
-            return int(cursor.lastrowid or 0)
+            return await self._inserted_id(
+                conn, "INSERT INTO guide_calls (chat_id, called_at) VALUES (?, ?)", (chat_id, now))
 
     async def mark_call_ok(self, call_id: int) -> None:
         await self._db.execute("UPDATE guide_calls SET ok = 1 WHERE id = ?", (call_id,))

@@ -20,7 +20,8 @@ class HeartbeatRepository:
     async def beat(self, beat: Beat, now: float) -> None:
         await self._db.execute(
             "INSERT INTO heartbeats (name, at) VALUES (?, ?) "
-            "ON CONFLICT (name) DO UPDATE SET at = MAX(at, excluded.at)",
+            "ON CONFLICT (name) DO UPDATE SET at = CASE WHEN excluded.at > heartbeats.at "
+            "THEN excluded.at ELSE heartbeats.at END",
             (beat.value, now),
         )
 

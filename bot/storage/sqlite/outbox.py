@@ -66,6 +66,8 @@ class DeliveryQueue(Generic[Row]):
     again for a later retry, or failed; held while the chat blocks the bot."""
 
     _table: ClassVar[str]
+    # `+status`: SQLite's way of saying "not through the status index" (see pending_for_chat).
+    _PENDING: ClassVar[str] = "+status = 'pending'"
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -79,7 +81,7 @@ class DeliveryQueue(Generic[Row]):
         # `+status`: found through the chat's own rows, never by walking every pending row of
         # every chat (outbox_due): after a big poll that is half a million, 70 ms for each
         # chat's /resume and each chat of a drain, instead of 3 ms.
-        sql = f"SELECT * FROM {self._table} WHERE chat_id = ? AND +status = 'pending'"
+        sql = f"SELECT * FROM {self._table} WHERE chat_id = ? AND {self._PENDING}"
         params: list[object] = [chat_id]
         if now is not None:
             sql += " AND due_at <= ?"
@@ -263,9 +265,10 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
             await self._set_claimed_in(conn, row_ids, _SENT, (message_id, now))
             if alone and len(row_ids) == 1:
                 await conn.execute(
-                    "INSERT OR IGNORE INTO alert_threads (chat_id, topic_id, arxiv_id, "
-                    "message_id, sent_at) SELECT chat_id, topic_id, arxiv_id, ?, ? FROM outbox "
-                    "WHERE id = ?", (message_id, now, row_ids[0]))
+                    "INSERT INTO alert_threads (chat_id, topic_id, arxiv_id, message_id, sent_at) "
+                    "SELECT chat_id, topic_id, arxiv_id, ?, ? FROM outbox WHERE id = ? "
+                    "ON CONFLICT (chat_id, topic_id, arxiv_id) DO NOTHING",
+                    (message_id, now, row_ids[0]))
 
     async def thread_starts(self, chat_id: int, topic_id: int,
                             arxiv_ids: Iterable[str]) -> dict[str, int]:

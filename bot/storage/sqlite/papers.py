@@ -30,7 +30,7 @@ def _dt(value: float | None) -> datetime | None:
 
 def paper_from_row(row: sqlite3.Row, version: int | None = None) -> Paper:
     """Build a Paper from a `papers` or `paper_versions` row."""
-    keys = row.keys()
+    keys = set(row.keys())
     announce = row["announce_type"] if "announce_type" in keys else None
     return Paper(
         arxiv_id=row["arxiv_id"],
@@ -86,7 +86,7 @@ class PapersInTransaction:
                 published = COALESCE(papers.published, excluded.published),
                 updated = excluded.updated,
                 last_changed_at = excluded.last_changed_at,
-                first_seen_at = CASE WHEN papers.from_feed THEN papers.first_seen_at
+                first_seen_at = CASE WHEN papers.from_feed <> 0 THEN papers.first_seen_at
                                      ELSE excluded.first_seen_at END,
                 from_feed = 1
             """,
@@ -99,9 +99,10 @@ class PapersInTransaction:
         )
         await self._conn.executemany(
             """
-            INSERT OR IGNORE INTO paper_versions (arxiv_id, version, title, authors, abstract,
+            INSERT INTO paper_versions (arxiv_id, version, title, authors, abstract,
                 categories, comment, journal_ref, doi, announce_type, updated, seen_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (arxiv_id, version) DO NOTHING
             """,
             [
                 (p.arxiv_id, p.version, p.title, json.dumps(list(p.authors)), p.abstract,

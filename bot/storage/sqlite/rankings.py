@@ -25,8 +25,10 @@ class RankingRepository:
 
     async def put_vocabulary(self, stored: StoredVocabulary) -> None:
         await self._db.execute(
-            "INSERT OR REPLACE INTO ranking_vocabulary (id, fingerprint, terms, papers, "
-            "fitted_at) VALUES (1, ?, ?, ?, ?)",
+            "INSERT INTO ranking_vocabulary (id, fingerprint, terms, papers, fitted_at) "
+            "VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+            "fingerprint = excluded.fingerprint, terms = excluded.terms, "
+            "papers = excluded.papers, fitted_at = excluded.fitted_at",
             (stored.fingerprint, stored.terms, stored.papers, stored.fitted_at))
 
     async def model(self, chat_id: int) -> StoredModel | None:
@@ -43,8 +45,10 @@ class RankingRepository:
 
     async def put_model(self, stored: StoredModel) -> None:
         await self._db.execute(
-            "INSERT OR REPLACE INTO chat_models (chat_id, vocabulary, labels, weights, "
-            "trained_at) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO chat_models (chat_id, vocabulary, labels, weights, trained_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat_id) DO UPDATE SET "
+            "vocabulary = excluded.vocabulary, labels = excluded.labels, "
+            "weights = excluded.weights, trained_at = excluded.trained_at",
             (stored.chat_id, stored.vocabulary, stored.labels, stored.weights,
              stored.trained_at))
 
@@ -113,7 +117,7 @@ class RankingRepository:
             """
             SELECT * FROM papers WHERE arxiv_id IN (
                 SELECT arxiv_id FROM (SELECT arxiv_id FROM papers
-                                      ORDER BY first_seen_at DESC LIMIT ?)
+                                      ORDER BY first_seen_at DESC LIMIT ?) AS newest
                 UNION SELECT arxiv_id FROM saved UNION SELECT arxiv_id FROM feedback)
             ORDER BY first_seen_at DESC, arxiv_id
             """,

@@ -40,6 +40,8 @@ class SavedInTransaction:
 class SavedRepository:
     """Reads and writes the `saved` table."""
 
+    _NO_LIMIT: int | None = -1  # what LIMIT takes for "every row"
+
     def __init__(self, db: Database) -> None:
         self._db = db
 
@@ -48,8 +50,8 @@ class SavedRepository:
         """Save the paper (in a group, with who saved it); False if it was saved already, and
         then its first saver stays."""
         cursor_rows = await self._db.execute(
-            "INSERT OR IGNORE INTO saved (chat_id, arxiv_id, saved_version, saved_at, saved_by, "
-            "saved_by_name) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO saved (chat_id, arxiv_id, saved_version, saved_at, saved_by, "
+            "saved_by_name) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, arxiv_id) DO NOTHING",
             (chat_id, arxiv_id, version, now, saver.user_id if saver else None,
              saver.first_name if saver else None),
         )
@@ -64,8 +66,9 @@ class SavedRepository:
         async with self._db.transaction() as conn:
             before = conn.total_changes
             await conn.executemany(
-                "INSERT OR IGNORE INTO saved (chat_id, arxiv_id, saved_version, saved_at, "
-                "saved_by, saved_by_name) VALUES (?, ?, ?, ?, ?, ?)", rows)
+                "INSERT INTO saved (chat_id, arxiv_id, saved_version, saved_at, saved_by, "
+                "saved_by_name) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (chat_id, arxiv_id) DO NOTHING", rows)
             return conn.total_changes - before
 
     async def saved_among(self, chat_id: int, arxiv_ids: Iterable[str]) -> set[str]:
@@ -101,8 +104,8 @@ class SavedRepository:
         member's command does not wait behind another transaction).
         """
         stale = await self._db.fetchone(
-            "SELECT 1 FROM saved WHERE chat_id = ? AND saved_by = ? AND saved_by_name IS NOT ? "
-            "LIMIT 1",
+            "SELECT 1 FROM saved WHERE chat_id = ? AND saved_by = ? "
+            "AND (saved_by_name IS NULL OR saved_by_name <> ?) LIMIT 1",
             (chat_id, member.user_id, member.first_name),
         )
         if stale is not None:
@@ -127,7 +130,7 @@ class SavedRepository:
         return [entry.paper for entry in await self.entries(chat_id, offset, limit)]
 
     async def all(self, chat_id: int) -> list[Paper]:
-        return await self.page(chat_id, 0, -1)
+        return await self.page(chat_id, 0, self._NO_LIMIT)
 
     async def count(self, chat_id: int) -> int:
         return int(await self._db.fetchval(

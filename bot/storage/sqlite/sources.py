@@ -105,6 +105,6 @@ class SourceRepository:
         which /stats and /status would otherwise show as scans that stopped days ago.
         With `under`, only URLs starting with it are considered: other sources keep theirs."""
         marks = ",".join("?" * len(urls))
+        kept = f" AND url NOT IN ({marks})" if urls else ""
         return await self._db.execute(
-            f"DELETE FROM sources WHERE substr(url, 1, ?) = ? AND url NOT IN ({marks})",
-            (len(under), under, *urls))
+            f"DELETE FROM sources WHERE substr(url, 1, ?) = ?{kept}", (len(under), under, *urls))

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from bot.core.models import GENERAL, MAX_SUBSCRIPTIONS_PER_CHAT, FollowStatus, Subscription
 from bot.storage.interfaces import AddResult
-from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.db import Database, inserted_id
 
 
 class SubscriptionRepository:
     """Reads and writes the `subscriptions` table."""
+
+    _inserted_id = staticmethod(inserted_id)
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -32,13 +34,13 @@ class SubscriptionRepository:
             )
             if (await cursor.fetchone())[0] >= MAX_SUBSCRIPTIONS_PER_CHAT:
                 return AddResult(FollowStatus.LIMIT)
-            cursor = await conn.execute(
+            sub_id = await self._inserted_id(
+                conn,
                 "INSERT INTO subscriptions (chat_id, query, raw_query, created_at, topic_id) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (chat_id, query, typed, now, topic_id),
             )
-            return AddResult(FollowStatus.ADDED,
-                             await self._numbered(conn, chat_id, cursor.lastrowid))
+            return AddResult(FollowStatus.ADDED, await self._numbered(conn, chat_id, sub_id))
 
     @staticmethod
     async def _numbered(conn, chat_id: int, sub_id: int | None) -> Subscription:

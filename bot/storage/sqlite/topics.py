@@ -50,8 +50,11 @@ class TopicRepository:
                 "UPDATE subscriptions SET topic_id = ? WHERE chat_id = ? AND topic_id = ?",
                 (GENERAL, chat_id, topic_id))
             cursor = await conn.execute(
-                f"UPDATE OR IGNORE outbox SET topic_id = ? WHERE chat_id = ? AND topic_id = ? "
-                f"AND status IN {_UNDELIVERED}", (GENERAL, chat_id, topic_id))
+                f"UPDATE outbox SET topic_id = :general WHERE chat_id = :chat "
+                f"AND topic_id = :topic AND status IN {_UNDELIVERED} AND NOT EXISTS ("
+                f"SELECT 1 FROM outbox g WHERE g.chat_id = :chat AND g.topic_id = :general "
+                f"AND g.arxiv_id = outbox.arxiv_id AND g.version = outbox.version)",
+                {"general": GENERAL, "chat": chat_id, "topic": topic_id})
             moved = cursor.rowcount
             await conn.execute(
                 f"DELETE FROM outbox WHERE chat_id = ? AND topic_id = ? "

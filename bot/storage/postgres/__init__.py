@@ -1,0 +1,1 @@
+"""The PostgreSQL engine: asyncpg, the SQLite engine's repositories where their SQL is the same."""

@@ -1,0 +1,172 @@
+"""The repositories on PostgreSQL: SQLite's, whose SQL both engines read alike, with what
+PostgreSQL says otherwise (or does faster) overridden here.
+
+What differs: the batch inserts are one statement over arrays (`unnest`) instead of a statement
+per row; a claim is one conditional UPDATE (rows are locked by it, so two processes can never
+both claim a row); new ids come back with RETURNING; `json_each` is
+`json_array_elements_text`; SQLite's "not through this index" hint and its LIMIT -1 have no
+counterpart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from bot.core.models import Alert, ForYouRow, GroupMember, OutboxRow
+from bot.storage.postgres.db import Connection
+from bot.storage.sqlite.chats import ChatRepository, ChatsInTransaction
+from bot.storage.sqlite.community import CommunityRepository
+from bot.storage.sqlite.feedback import FeedbackRepository
+from bot.storage.sqlite.foryou_outbox import ForYouOutboxRepository as SqliteForYouOutbox
+from bot.storage.sqlite.guides import GuideRepository as SqliteGuides
+from bot.storage.sqlite.heartbeats import HeartbeatRepository
+from bot.storage.sqlite.outbox import DeliveryQueue, _outbox_rows
+from bot.storage.sqlite.outbox import OutboxInTransaction as SqliteOutboxInTransaction
+from bot.storage.sqlite.outbox import OutboxRepository as SqliteOutbox
+from bot.storage.sqlite.papers import PaperRepository as SqlitePapers
+from bot.storage.sqlite.papers import PapersInTransaction
+from bot.storage.sqlite.rankings import RankingRepository
+from bot.storage.sqlite.saved import SavedInTransaction
+from bot.storage.sqlite.saved import SavedRepository as SqliteSaved
+from bot.storage.sqlite.sources import SourceRepository
+from bot.storage.sqlite.subscriptions import SubscriptionRepository as SqliteSubscriptions
+from bot.storage.sqlite.topics import TopicRepository
+
+BATCH = 20_000  # rows per array statement: big polls store half a million alerts
+
+
+async def inserted_id(conn: Connection, sql: str, params: Sequence[Any]) -> int:
+    """Run one INSERT inside a transaction; the new row's id."""
+    row = await (await conn.execute(f"{sql} RETURNING id", params)).fetchone()
+    return int(row["id"]) if row else 0
+
+
+class _NotAllPending(Exception):
+    """Some of the rows to claim were no longer pending: the claim is rolled back."""
+
+
+class _Claims:
+    """A claim as one UPDATE of pending rows: it locks them, so of two processes claiming the
+    same rows one waits, then finds them claimed and claims nothing."""
+
+    _table: str
+    _db: Any
+    _PENDING = "status = 'pending'"  # PostgreSQL's planner needs no hint
+
+    async def claim(self, row_ids: Sequence[int], now: float) -> bool:
+        try:
+            async with self._db.transaction() as conn:
+                claimed = await conn.raw.fetchval(
+                    f"WITH claimed AS (UPDATE {self._table} SET status = 'sending', "
+                    f"claimed_at = $1 WHERE id = ANY($2::bigint[]) AND status = 'pending' "
+                    f"RETURNING 1) SELECT COUNT(*) FROM claimed", now, list(row_ids))
+                if claimed != len(row_ids):
+                    raise _NotAllPending
+        except _NotAllPending:
+            return False
+        return True
+
+
+class OutboxRepository(_Claims, SqliteOutbox):
+    async def enqueue(self, alerts: Sequence[Alert], now: float) -> int:
+        async with self._db.transaction() as conn:
+            return await OutboxInTransaction(conn).enqueue(alerts, now)
+
+
+class ForYouOutboxRepository(_Claims, SqliteForYouOutbox):
+    pass
+
+
+class OutboxInTransaction(SqliteOutboxInTransaction):
+    _conn: Connection  # type: ignore[assignment]
+
+    async def enqueue(self, alerts: Sequence[Alert], now: float, *,
+                      revisions_due_at: float | None = None) -> int:
+        revisions_due = now if revisions_due_at is None else revisions_due_at
+        rows = await asyncio.to_thread(_outbox_rows, alerts, now, revisions_due)
+        added = 0
+        for start in range(0, len(rows), BATCH):
+            # Columns of the chat-sorted rows; inserted in that order, so ids follow it.
+            (chats, ids, versions, kinds, subs, queries, saved, _, due, topics,
+             _) = zip(*rows[start:start + BATCH], strict=True)
+            status = await self._conn.raw.execute(
+                """
+                INSERT INTO outbox (chat_id, arxiv_id, version, kind, subscription_ids,
+                    matched_queries, saved_revision, status, created_at, due_at, topic_id)
+                SELECT a.chat_id, a.arxiv_id, a.version, a.kind, a.subs, a.queries, a.saved,
+                       CASE WHEN c.inactive_since IS NULL THEN 'pending' ELSE 'held' END,
+                       $10, a.due_at, a.topic_id
+                FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::text[],
+                            $6::text[], $7::int[], $8::float8[], $9::bigint[])
+                     WITH ORDINALITY AS a(chat_id, arxiv_id, version, kind, subs, queries,
+                                          saved, due_at, topic_id, n)
+                JOIN chats c ON c.id = a.chat_id
+                ORDER BY a.n
+                ON CONFLICT (chat_id, topic_id, arxiv_id, version) DO NOTHING
+                """,
+                list(chats), list(ids), list(versions), [str(k) for k in kinds], list(subs),
+                list(queries), list(saved), list(due), list(topics), now)
+            added += int(status.rsplit(" ", 1)[-1])
+        return added
+
+
+class PaperRepository(SqlitePapers):
+    async def ingest_counts(self, since: float, ai_categories: Sequence[str]) -> dict[str, int]:
+        row = await self._db.fetchone(
+            """
+            SELECT SUM(CASE WHEN v.version = 1 OR v.announce_type IN ('new', 'cross')
+                       THEN 1 ELSE 0 END) AS new,
+                   SUM(CASE WHEN NOT (v.version = 1 OR v.announce_type IN ('new', 'cross'))
+                       THEN 1 ELSE 0 END) AS revised,
+                   SUM(CASE WHEN EXISTS (SELECT 1 FROM json_array_elements_text(
+                                            v.categories::json) AS c(value)
+                                         WHERE c.value = ANY(:ai::text[]))
+                       THEN 1 ELSE 0 END) AS ai
+            FROM paper_versions v WHERE v.seen_at >= :since
+            """,
+            {"ai": list(ai_categories), "since": since},
+        )
+        assert row is not None
+        return {k: int(row[k] or 0) for k in ("new", "revised", "ai")}
+
+
+class SavedRepository(SqliteSaved):
+    _NO_LIMIT = None  # LIMIT NULL: every row
+
+    async def save_many(self, chat_id: int, papers: Iterable[tuple[str, int]], now: float,
+                        saver: GroupMember | None = None) -> int:
+        pairs = list(papers)
+        if not pairs:
+            return 0
+        async with self._db.transaction() as conn:
+            status = await conn.raw.execute(
+                """
+                INSERT INTO saved (chat_id, arxiv_id, saved_version, saved_at, saved_by,
+                                   saved_by_name)
+                SELECT $1, p.arxiv_id, p.version, $4, $5, $6
+                FROM unnest($2::text[], $3::int[]) WITH ORDINALITY AS p(arxiv_id, version, n)
+                ORDER BY p.n
+                ON CONFLICT (chat_id, arxiv_id) DO NOTHING
+                """,
+                chat_id, [a for a, _ in pairs], [v for _, v in pairs], now,
+                saver.user_id if saver else None, saver.first_name if saver else None)
+        return int(status.rsplit(" ", 1)[-1])
+
+
+class SubscriptionRepository(SqliteSubscriptions):
+    _inserted_id = staticmethod(inserted_id)  # type: ignore[assignment]
+
+
+class GuideRepository(SqliteGuides):
+    _inserted_id = staticmethod(inserted_id)  # type: ignore[assignment]
+
+
+__all__ = [
+    "ChatRepository", "ChatsInTransaction", "CommunityRepository", "DeliveryQueue",
+    "FeedbackRepository", "ForYouOutboxRepository", "ForYouRow", "GuideRepository",
+    "HeartbeatRepository", "OutboxInTransaction", "OutboxRepository", "OutboxRow",
+    "PaperRepository", "PapersInTransaction", "RankingRepository", "SavedInTransaction",
+    "SavedRepository", "SourceRepository", "SubscriptionRepository", "TopicRepository",
+]
