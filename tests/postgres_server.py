@@ -26,6 +26,9 @@ from pathlib import Path
 INSTALL = "apt-get install -y postgresql"
 FOLDER_VARIABLE = "BOT_TEST_POSTGRES_FOLDER"  # set by the controller, inherited by workers
 SERVER_USER = "postgres"
+# Connections over TCP (the bot's) need the password, as on a real server; the socket in the
+# folder (the fixtures' psql) is trusted.
+PASSWORD = "test-pw-0f3a9c"
 
 
 class ServerMissing(Exception):
@@ -68,13 +71,14 @@ def shared_folder() -> Path:
 
 @dataclass(frozen=True)
 class PostgresServer:
-    """A running cluster on 127.0.0.1 that trusts local connections (it is the tests' own)."""
+    """A running cluster on 127.0.0.1 (password) and in its folder's socket (trusted)."""
 
     port: int
+    folder: Path
     user: str = SERVER_USER
 
-    def url(self, database: str) -> str:
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
+    def url(self, database: str, password: str = PASSWORD) -> str:
+        return f"postgresql://{self.user}:{password}@127.0.0.1:{self.port}/{database}"
 
     def new_database(self) -> str:
         """A fresh, empty database; its URL."""
@@ -88,7 +92,7 @@ class PostgresServer:
 
     def psql(self, sql: str) -> str:
         result = subprocess.run(
-            [str(_programs() / "psql"), "-X", "-q", "-At", "-h", "127.0.0.1", "-p",
+            [str(_programs() / "psql"), "-X", "-q", "-At", "-h", str(self.folder), "-p",
              str(self.port), "-U", self.user, "-d", "postgres", "-c", sql],
             capture_output=True, text=True, check=False)
         if result.returncode != 0:
@@ -103,7 +107,7 @@ def start_shared_server() -> PostgresServer:
         fcntl.flock(lock, fcntl.LOCK_EX)
         port_file = folder / "port"
         if port_file.is_file():
-            return PostgresServer(int(port_file.read_text()))
+            return PostgresServer(int(port_file.read_text()), folder, _server_user())
         server = _start(folder)
         port_file.write_text(str(server.port))
         return server
@@ -114,11 +118,16 @@ def _start(folder: Path) -> PostgresServer:
     data = folder / "data"
     if os.geteuid() == 0:
         shutil.chown(folder, SERVER_USER)
-    user = SERVER_USER if os.geteuid() == 0 else _current_user()
+    user = _server_user()
     run = dict(capture_output=True, text=True, check=False, cwd=folder)
+    password_file = folder / "password"
+    password_file.write_text(PASSWORD)
+    if os.geteuid() == 0:
+        shutil.chown(password_file, SERVER_USER)
     result = subprocess.run(_as_server_user(
-        [str(programs / "initdb"), "-D", str(data), "-U", user, "--auth=trust",
-         "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"]), **run)
+        [str(programs / "initdb"), "-D", str(data), "-U", user, "--auth-local=trust",
+         "--auth-host=scram-sha-256", f"--pwfile={password_file}", "--no-sync", "-E", "UTF8",
+         "--locale=C.UTF-8"]), **run)
     if result.returncode != 0:
         raise RuntimeError(f"initdb failed: {result.stderr.strip()[-500:]}")
     for attempt in itertools.count():
@@ -130,13 +139,16 @@ def _start(folder: Path) -> PostgresServer:
             [str(programs / "pg_ctl"), "-D", str(data), "-l", str(folder / "server.log"),
              "-o", options, "-w", "-t", "60", "start"]), **run)
         if result.returncode == 0:
-            return PostgresServer(port, user)
+            return PostgresServer(port, folder, user)
         if attempt >= 2:
             log = (folder / "server.log").read_text(errors="replace")[-800:]
             raise RuntimeError(f"the test PostgreSQL server did not start: {log}")
 
 
-def _current_user() -> str:
+def _server_user() -> str:
+    """The cluster's superuser: `postgres` when run as root, else whoever runs the tests."""
+    if os.geteuid() == 0:
+        return SERVER_USER
     import pwd
 
     return pwd.getpwuid(os.geteuid()).pw_name

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from bot.config import Settings
 from bot.core.clock import SystemClock
 from bot.services.health import Health, assess, check_integrity
-from bot.storage import open_storage
+from bot.storage import is_postgres, open_storage
+from bot.storage.errors import DatabaseError
 from bot.storage.sqlite.lock import DatabaseLock
 
 # The start-up check waits less for another program's lock than the bot's statements do, so
@@ -46,12 +47,16 @@ async def poll_once(settings: Settings, bot: Bot, *, dry_run: bool) -> PollOnce:
     """
     if not dry_run:
         return await _poll_once(settings, bot, dry_run=False)
+    if is_postgres(settings.database):
+        raise DatabaseError("poll-once --dry-run polls a copy of a SQLite database; on "
+                            "PostgreSQL, point DATABASE_URL at a copy (pg_dump, pg_restore) "
+                            "and run poll-once without --dry-run there")
     with tempfile.TemporaryDirectory(prefix="arxiv-alert-bot-dry-run-") as scratch:
         copy = Path(scratch) / "copy.sqlite3"
         if settings.database_path.is_file():
             await _copy_database(settings.database_path, copy)
-        return await _poll_once(dataclasses.replace(settings, database_path=copy), bot,
-                                dry_run=True)
+        return await _poll_once(dataclasses.replace(settings, database_path=copy,
+                                                    database_url=None), bot, dry_run=True)
 
 
 async def _poll_once(settings: Settings, bot: Bot, *, dry_run: bool) -> PollOnce:
@@ -83,7 +88,7 @@ async def check_database(settings: Settings) -> None:
     """Refuse a database the bot cannot use: damaged, or not writable; it is checked whole
     (SQLite's quick_check), as a damaged page deep in the file is met only when read."""
     # Without migrating: its log lines belong to the start proper (post_init).
-    storage = await open_storage(settings.database_path, migrate=False,
+    storage = await open_storage(settings.database, migrate=False,
                                  busy_timeout=START_BUSY_TIMEOUT)
     try:
         await storage.check_writable()
@@ -102,13 +107,13 @@ def hold_database(settings: Settings) -> DatabaseLock:
 async def backup(settings: Settings, path: Path) -> None:
     """A consistent copy of the database at `path`, safe beside a running bot."""
     # A mistyped DATABASE_PATH must fail, not "back up" a new empty database.
-    await _copy_database(settings.database_path, path)
+    await _copy_database(settings.database, path)
 
 
 async def health(settings: Settings) -> Health:
     """The heartbeats and the last integrity check as stored, against their limits (a
     database the bot has not migrated yet reads as nothing recorded)."""
-    storage = await open_storage(settings.database_path, create=False, migrate=False)
+    storage = await open_storage(settings.database, create=False, migrate=False)
     try:
         beats = await storage.heartbeats.all()
         integrity = await storage.heartbeats.last_check()
