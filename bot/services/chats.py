@@ -3,6 +3,7 @@ digest, time zone, language, For you)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from bot.core.clock import Clock
@@ -11,8 +12,23 @@ from bot.library import groups as group_library
 from bot.ranking.service import Ranker, RankerStatus
 from bot.storage import Storage
 
+# A group's Mini App pages open with this start parameter: "g" and its id without the minus
+# (Telegram allows only A-Z a-z 0-9 _ - in it).
+_GROUP_START = re.compile(r"^g(\d{1,20})$")
+
 FOR_YOU_DEFAULT_COUNT = 5  # papers a day, when a chat turns For you on without a number
 FOR_YOU_MAX_COUNT = 20
+
+
+def start_param_of(chat_id: int) -> str:
+    """The Mini App start parameter that opens a group's pages."""
+    return f"g{-chat_id}"
+
+
+def group_of_start_param(param: str) -> int | None:
+    """The group a start parameter names, or None when it names none."""
+    matched = _GROUP_START.match(param)
+    return -int(matched.group(1)) if matched else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,14 @@ class Library:
         """The whole library with who saved each paper, newest saves first."""
         return await self._storage.saved.entries(chat_id, 0, -1)
 
+    async def fingerprint(self, chat_id: int) -> tuple[int, str | None, int | None]:
+        """What changes whenever the library does (a save or a removal): how many papers it
+        holds and its newest save. Cheap: two small reads, not the whole library."""
+        count = await self._storage.saved.count(chat_id)
+        newest = await self._storage.saved.entries(chat_id, 0, 1)
+        return (count, newest[0].paper.arxiv_id, newest[0].paper.version) if newest else (
+            count, None, None)
+
     async def labels(self, chat_id: int) -> dict[str, Feedback]:
         """The chat's 👍 / 👎 on papers, by arXiv id."""
         return await self._storage.feedback.of_chat(chat_id)

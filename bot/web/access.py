@@ -3,13 +3,13 @@ members (asked of Telegram with getChatMember, remembered briefly).
 
 The chat a page shows comes from the signed initData only: the user's own private chat, or the
 group named by the signed start parameter (`g` and the group's id without its minus sign, as
-the "Open library" links write it). A request naming any other chat is refused.
+the "Open library" links write it, `bot/services/chats.py`). A request naming any other chat
+is refused.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,13 +21,13 @@ from telegram.error import TelegramError
 
 from bot.core.i18n import language_from_telegram
 from bot.core.models import GroupMember
+from bot.services.chats import group_of_start_param
 from bot.web.auth import InitData
 
 log = logging.getLogger(__name__)
 
 MEMBERSHIP_SECONDS = 60.0  # how long Telegram's word on a membership is believed
 MAX_REMEMBERED = 10_000  # memberships remembered at once; the oldest go first
-_GROUP_PARAM = re.compile(r"^g(\d{1,20})$")
 _MEMBERS = (ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.MEMBER)
 _ADMINS = (ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR)
 
@@ -38,11 +38,6 @@ class AccessRefused(Exception):
     def __init__(self, reason: str, status: HTTPStatus = HTTPStatus.FORBIDDEN) -> None:
         super().__init__(reason)
         self.status = status
-
-
-def start_param_of(chat_id: int) -> str:
-    """The start parameter that opens a group's pages (Telegram allows A-Z a-z 0-9 _ -)."""
-    return f"g{-chat_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +101,10 @@ async def viewer_of(signed: InitData, asked_chat: str | None,
     language = language_from_telegram(user.language_code)
     chat_id, group = user.id, False
     if signed.start_param:
-        matched = _GROUP_PARAM.match(signed.start_param)
-        if matched is None:
+        named = group_of_start_param(signed.start_param)
+        if named is None:
             raise AccessRefused("a start parameter naming no group")
-        chat_id, group = -int(matched.group(1)), True
+        chat_id, group = named, True
     if asked_chat not in (None, "", str(chat_id)):
         raise AccessRefused("a request for another chat than the signed one")
     if not group:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from bot.core.constants import DAY
 from bot.services.overview import Day
 
 WIDTH, HEIGHT = 340, 150  # the viewBox; the SVG scales to the page's width
@@ -44,7 +45,8 @@ def draw(days: Sequence[Day], zone: str) -> Chart:
     bars, points, dots, labels = [], [], [], []
     for index, day in enumerate(days):
         left = LEFT + index * slot
-        label = datetime.fromtimestamp(day.start, tz).strftime("%m-%d")
+        # Each span is the 24 h up to the same time of its day: named by the day it ends on.
+        label = datetime.fromtimestamp(day.start + DAY, tz).strftime("%m-%d")
         width = slot * 0.38
         for offset, kind, value in ((0.1, "new", day.new), (0.5, "revised", day.revised)):
             height = inner_h * value / peak

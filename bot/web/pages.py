@@ -7,13 +7,21 @@ Each method returns the template to render and its values; the server adds the l
 
 from __future__ import annotations
 
+import time
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.core.i18n import SUPPORTED_LANGUAGES, t, tn
-from bot.core.models import GENERAL, MAX_SUBSCRIPTIONS_PER_CHAT, Chat, DeliveryMode, FollowStatus
+from bot.core.models import (
+    GENERAL,
+    MAX_SUBSCRIPTIONS_PER_CHAT,
+    Chat,
+    DeliveryMode,
+    FollowStatus,
+    LibraryEntry,
+)
 from bot.core.text import escape
 from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import saver_name, shorten_authors
@@ -28,6 +36,8 @@ from bot.web.access import Viewer
 LIBRARY_PAGE = 50  # rows listed at first; "Show more" adds as many again
 MAX_QUERY_INPUT = 300  # as a chat command's argument
 CHART_DAYS = 14
+SHELF_SECONDS = 30.0  # a library kept between searches is read again after this long
+SHELVES = 64  # libraries kept at once (each a list of its papers)
 
 Values = dict[str, Any]
 
@@ -65,6 +75,8 @@ def plain(text: str | None) -> str:
 class Pages:
     def __init__(self, services: Services) -> None:
         self._services = services
+        # Each chat's library as last read: (fingerprint, when, entries), the oldest first.
+        self._shelves: dict[int, tuple[tuple[Any, ...], float, list[LibraryEntry]]] = {}
 
     async def chat(self, viewer: Viewer) -> Chat | None:
         """The chat's record; a private chat the bot has no record of yet is recorded (its
@@ -114,11 +126,24 @@ class Pages:
 
     # -- library ----------------------------------------------------------------------------
 
+    async def _entries(self, chat_id: int) -> list[LibraryEntry]:
+        """The whole library, kept between requests while its fingerprint holds, for at most
+        SHELF_SECONDS (a saved paper's new version shows within that)."""
+        library, now = self._services.library, time.monotonic()
+        fingerprint = await library.fingerprint(chat_id)
+        kept = self._shelves.pop(chat_id, None)
+        if kept is None or kept[0] != fingerprint or now - kept[1] > SHELF_SECONDS:
+            kept = (fingerprint, now, await library.entries(chat_id))
+        self._shelves[chat_id] = kept
+        while len(self._shelves) > SHELVES:
+            del self._shelves[next(iter(self._shelves))]
+        return kept[2]
+
     async def _selected(self, viewer: Viewer, get: Mapping[str, str]
                         ) -> tuple[shelf.Selection, list[Any], list[Any], dict[str, Any]]:
         library = self._services.library
         selection = shelf.Selection.from_arguments(get)
-        entries = await library.entries(viewer.chat_id)
+        entries = await self._entries(viewer.chat_id)
         labels = await library.labels(viewer.chat_id)
         return selection, entries, shelf.select(entries, selection, labels), labels
 
@@ -138,7 +163,8 @@ class Pages:
             "label": labels.get(e.paper.arxiv_id),
             "saver": e.saver.first_name if e.saver is not None else None,
         } for e in chosen[:limit]]
-        return Rendered("library.html", {
+        part = "_library_results.html" if get.get("part") == "results" else "library.html"
+        return Rendered(part, {
             "selection": selection, "arguments": selection.arguments(), "rows": rows,
             "total": len(entries), "matching": len(chosen), "more": len(chosen) > limit,
             "next_shown": limit + LIBRARY_PAGE, "categories": shelf.categories(entries),

@@ -9,10 +9,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import lru_cache
 
 from bot.core.models import Feedback, LibraryEntry
 
 _OLDEST = datetime.min.replace(tzinfo=UTC)
+# Papers whose folded title and authors are kept between searches (a search of a library
+# folds every one of its papers; most are the same paper, search after search).
+HAYSTACKS = 50_000
 
 
 class Sort(StrEnum):
@@ -61,13 +65,20 @@ class Selection:
 
 def folded(text: str) -> str:
     """Case and accents ignored, as the query matcher ignores them: "Wübben" finds "wubben"."""
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
+@lru_cache(maxsize=HAYSTACKS)
+def _haystack(arxiv_id: str, title: str, authors: tuple[str, ...]) -> str:
+    return folded(" ".join((title, " ".join(authors), arxiv_id)))
+
+
 def _matches_text(entry: LibraryEntry, words: Sequence[str]) -> bool:
     paper = entry.paper
-    haystack = folded(" ".join((paper.title, " ".join(paper.authors), paper.arxiv_id)))
+    haystack = _haystack(paper.arxiv_id, paper.title, paper.authors)
     return all(word in haystack for word in words)
 
 

@@ -103,6 +103,7 @@ _PARSE_MODES = frozenset({"HTML", "MarkdownV2", "Markdown"})
 _JSON_FIELDS = frozenset(
     {
         "reply_markup",
+        "menu_button",
         "entities",
         "caption_entities",
         "allowed_updates",
@@ -770,6 +771,7 @@ class FakeTelegram:
         self._active_requests = 0
         self._waiting_polls = 0
         self._webhook: dict[str, Any] = {}
+        self._menu_buttons: dict[int | None, dict[str, Any]] = {}  # by chat (None: default)
 
         self._methods: dict[str, Callable[[dict[str, Any], dict[str, _Upload]], Any]] = {
             "getMe": self._get_me,
@@ -803,6 +805,8 @@ class FakeTelegram:
             "getChatMember": self._get_chat_member,
             "getChatAdministrators": self._get_chat_administrators,
             "sendChatAction": self._send_chat_action,
+            "setChatMenuButton": self._set_chat_menu_button,
+            "getChatMenuButton": self._get_chat_menu_button,
         }
         # Bot API method names are case-insensitive.
         self._canonical = {name.lower(): name for name in self._methods}
@@ -1347,6 +1351,12 @@ class FakeTelegram:
         /name)."""
         with self._cond:
             return self._descriptions.get((kind, language_code))
+
+    def menu_button(self, chat_id: int | None = None) -> dict[str, Any]:
+        """The menu button set for a chat (None: the default for private chats)."""
+        with self._cond:
+            return dict(self._menu_buttons.get(chat_id) or self._menu_buttons.get(None)
+                        or {"type": "default"})
 
     @property
     def webhook(self) -> dict[str, Any]:
@@ -1944,6 +1954,23 @@ class FakeTelegram:
             )
             for uid in ids
         ]
+
+    def _set_chat_menu_button(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
+        button = params.get("menu_button") or {"type": "default"}
+        if not isinstance(button, dict) or button.get("type") not in (
+                "default", "commands", "web_app"):
+            raise _bad_request("can't parse menu button")
+        if button["type"] == "web_app":
+            url = str((button.get("web_app") or {}).get("url", ""))
+            if not button.get("text") or not url.startswith("https://"):
+                raise _bad_request("BUTTON_URL_INVALID")
+        self._menu_buttons[params.get("chat_id")] = button
+        return True
+
+    def _get_chat_menu_button(self, params: dict[str, Any], files: dict[str, _Upload]
+                              ) -> dict[str, Any]:
+        return self._menu_buttons.get(params.get("chat_id")) or self._menu_buttons.get(
+            None) or {"type": "default"}
 
     def _send_chat_action(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
         self._require_chat(params)

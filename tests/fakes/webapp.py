@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from bot.web.access import start_param_of
+from bot.services.chats import start_param_of
 from bot.web.auth import sign
 from bot.web.server import WebApp
 from tests.conftest import Harness

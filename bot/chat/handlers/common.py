@@ -6,7 +6,7 @@ import logging
 import unicodedata
 from collections.abc import Awaitable
 
-from telegram import Update
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update, WebAppInfo
 from telegram.constants import ChatMemberStatus, ChatType
 from telegram.error import BadRequest, TelegramError
 
@@ -16,6 +16,7 @@ from bot.core.models import GENERAL, ArxivId, GroupMember
 from bot.core.text import utf16_len
 from bot.library import groups as group_library
 from bot.query.text import normalise_input
+from bot.services.chats import start_param_of
 
 log = logging.getLogger(__name__)
 
@@ -190,3 +191,21 @@ async def may_change_settings(update: Update, context: BotContext) -> bool:
     else:
         await reply(update, context, refusal)
     return False
+
+
+def with_webapp_button(update: Update, context: BotContext, page: str,
+                       markup: InlineKeyboardMarkup | None) -> InlineKeyboardMarkup | None:
+    """`markup` with an "Open library" row when the Mini App is on (WEBAPP_URL): in a private
+    chat a web_app button opening `page`; in a group, where Telegram allows no web_app button,
+    a t.me link opening the bot's main Mini App with the group's start parameter."""
+    url, chat = context.settings.webapp_url, update.effective_chat
+    if not url or chat is None:
+        return markup
+    text = t(context.lang, "📚 Open library")
+    if chat.type == ChatType.PRIVATE:
+        button = InlineKeyboardButton(text, web_app=WebAppInfo(f"{url}/?page={page}"))
+    else:
+        button = InlineKeyboardButton(
+            text, url=f"https://t.me/{context.bot.username}?startapp={start_param_of(chat.id)}")
+    rows = list(markup.inline_keyboard) if markup is not None else []
+    return InlineKeyboardMarkup([*rows, [button]])

@@ -16,6 +16,7 @@ from bot.chat.handlers.common import (
     edit_quietly,
     group_member,
     reply,
+    with_webapp_button,
 )
 from bot.chat.progress import Progress
 from bot.core.i18n import t, tn
@@ -29,20 +30,23 @@ from bot.library.groups import Removal, RemovalResult
 log = logging.getLogger(__name__)
 
 
-async def _page_view(context: BotContext, chat_id: int, page: int) -> RenderedMessage:
+async def _page_view(update: Update, context: BotContext, chat_id: int,
+                     page: int) -> RenderedMessage:
     shown = await context.services.library.page(chat_id, page)
-    return render_saved_page(shown.entries, page=shown.page, total=shown.total,
+    view = render_saved_page(shown.entries, page=shown.page, total=shown.total,
                              lang=context.lang)
+    markup = with_webapp_button(update, context, "library", view.reply_markup)
+    return RenderedMessage(view.text, markup or view.reply_markup, view.entry_count)
 
 
 async def saved(update: Update, context: BotContext) -> None:
     """The chat's saved papers, newest first, five a page."""
-    view = await _page_view(context, update.effective_chat.id, 1)
+    view = await _page_view(update, context, update.effective_chat.id, 1)
     await reply(update, context, view.text, reply_markup=view.reply_markup)
 
 
 async def _show_page(update: Update, context: BotContext, page: int) -> None:
-    view = await _page_view(context, update.effective_chat.id, page)
+    view = await _page_view(update, context, update.effective_chat.id, page)
     message = update.callback_query.message
     if isinstance(message, Message):
         await edit_quietly(message.edit_text(view.text, reply_markup=view.reply_markup))

@@ -6,7 +6,7 @@ from telegram import Update
 
 from bot import __version__
 from bot.chat.context import BotContext
-from bot.chat.handlers.common import reply
+from bot.chat.handlers.common import reply, with_webapp_button
 from bot.core.i18n import t, tn
 from bot.core.models import Freshness, Source
 from bot.core.text import duration, escape
@@ -83,7 +83,8 @@ async def stats(update: Update, context: BotContext) -> None:
     figures = await context.services.overview.stats(update.effective_chat.id)
     record = context.chat_record
     await reply(update, context, render_stats(figures, context.lang,
-                                              record.timezone if record else "UTC"))
+                                              record.timezone if record else "UTC"),
+                reply_markup=with_webapp_button(update, context, "front", None))
 
 
 def render_stats(figures: Stats, lang: str, zone: str) -> str:

@@ -14,6 +14,7 @@ from bot.chat.handlers.common import (
     may_change_settings,
     reply,
     topic_of,
+    with_webapp_button,
 )
 from bot.core.i18n import t, tn
 from bot.core.models import GENERAL, MAX_SUBSCRIPTIONS_PER_CHAT, FollowStatus, Subscription
@@ -170,7 +171,8 @@ async def list_subscriptions(update: Update, context: BotContext) -> None:
     topic's; in a forum's General, all of them under their topics' names."""
     subs = await context.subscriptions.for_chat(update.effective_chat.id)
     text, markup = _list_view(context.lang, subs, await _topics(update, context, subs))
-    await reply(update, context, text, reply_markup=markup)
+    await reply(update, context, text,
+                reply_markup=with_webapp_button(update, context, "subscriptions", markup))
 
 
 async def move(update: Update, context: BotContext, argument: str) -> None:
@@ -217,4 +219,5 @@ async def on_unfollow_button(update: Update, context: BotContext,
     text, markup = _list_view(lang, subs, await _topics(update, context, subs))
     if query.message is not None:
         # The second of two quick presses finds the list already redrawn.
-        await edit_quietly(query.edit_message_text(text, reply_markup=markup))
+        await edit_quietly(query.edit_message_text(text, reply_markup=with_webapp_button(
+            update, context, "subscriptions", markup)))

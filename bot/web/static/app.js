@@ -7,7 +7,7 @@
   var base = document.body.getAttribute("data-base") || "";
   var initData = tg ? tg.initData : "";
   var chat = "";
-  var busy = null;
+  var pending = {};  // the request in flight for the page and for each part: a newer one wins
 
   function theme() {
     var params = (tg && tg.themeParams) || {};
@@ -28,22 +28,25 @@
     options = options || {};
     var headers = { Authorization: "tma " + initData };
     if (options.body) headers["Content-Type"] = "application/x-www-form-urlencoded";
-    if (busy && !target) busy.abort();
+    var key = target ? target.id : "";
+    if (pending[key]) pending[key].abort();
     var controller = new AbortController();
-    if (!target) busy = controller;
+    pending[key] = controller;
     document.body.classList.add("loading");
     return fetch(address(url), {
       method: options.method || "GET", headers: headers, body: options.body,
       signal: controller.signal, credentials: "omit"
     }).then(function (response) {
       return response.text().then(function (html) {
+        if (pending[key] !== controller) return;
+        pending[key] = null;
         (target || view).innerHTML = html;
         var nav = view.querySelector("[data-chat]");
         if (nav) {
           chat = nav.getAttribute("data-chat");
           document.documentElement.lang = nav.getAttribute("data-lang") || "en";
         }
-        if (!target && !options.keepScroll) window.scrollTo(0, 0);
+        if (!target) window.scrollTo(0, 0);
         document.body.classList.remove("loading");
       });
     }).catch(function (error) {
@@ -60,14 +63,13 @@
     if ((form.getAttribute("method") || "get").toLowerCase() === "post") {
       return load(action, { method: "POST", body: formQuery(form) });
     }
-    return load(action + "?" + formQuery(form), { keepScroll: true }).then(function () {
-      var again = view.querySelector("input[name=q]");
-      var typed = form.querySelector("input[name=q]");
-      if (again && typed && document.activeElement !== again && form._typing) {
-        again.focus();
-        again.setSelectionRange(again.value.length, again.value.length);
-      }
-    });
+    // A search redraws only its results, so what is being typed stays as it is.
+    var target = form.getAttribute("data-target");
+    if (target) {
+      return load(action + "?" + formQuery(form) + "&part=" + target, {},
+                  document.getElementById(target));
+    }
+    return load(action + "?" + formQuery(form));
   }
 
   var timer = null;
@@ -110,7 +112,6 @@
   document.addEventListener("input", function (event) {
     var search = event.target.closest("input[data-auto]");
     if (search) {
-      search.form._typing = true;
       later(function () { submit(search.form); });
       return;
     }
@@ -134,5 +135,7 @@
   tg.ready();
   if (tg.expand) tg.expand();
   if (tg.onEvent) tg.onEvent("themeChanged", theme);
-  load(base + "/view/front");
+  var first = new URLSearchParams(window.location.search).get("page");
+  if (!/^(front|library|subscriptions|settings)$/.test(first || "")) first = "front";
+  load(base + "/view/" + first);
 })();
