@@ -111,3 +111,19 @@ async def test_settings_change_as_the_commands_do(web: WebUnderTest) -> None:
     record = await harness.services.chats.get(ADA)
     assert record is not None and record.timezone == "Asia/Shanghai" and record.paused
     assert "已暂停" in (await harness.ask(ADA, "/pause")).text
+
+
+async def test_an_edit_at_the_limit_of_fifty_replaces_the_subscription(
+        web: WebUnderTest) -> None:
+    harness, init = web.harness, web.sign(ADA)
+    await harness.ask(ADA, "/start")
+    for number in range(50):
+        await harness.services.subscriptions.follow(ADA, f"ti:word{number}")
+    [first, *_] = await harness.services.subscriptions.for_chat(ADA)
+    added = text(await web.post("follow", init, {"query": "ti:another"}))
+    assert "the most it can have" in added
+    edited = text(await web.post("follow", init, {"query": "ti:another",
+                                                  "replacing": str(first.id)}))
+    assert "Following #50" in edited
+    shown = [s.display for s in await harness.services.subscriptions.for_chat(ADA)]
+    assert len(shown) == 50 and "ti:word0" not in shown and shown[-1] == "ti:another"

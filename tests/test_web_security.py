@@ -177,3 +177,18 @@ async def test_every_response_has_the_policy_and_no_third_party_script(
     assert "<script" not in page.text and " on" not in page.text.replace(" one", "")
     assert (await web.client.get(f"{web.url}/static/../auth.py")).status_code == 404
     assert (await web.client.get(f"{web.url}/nothing-here")).status_code == 404
+
+
+async def test_no_log_line_holds_the_init_data_even_at_debug(
+        web: WebUnderTest, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    init = web.sign(ADA)
+    signature = dict(parse_qsl(init))["hash"]
+    assert (await web.get("front", init)).status_code == 200
+    assert (await web.post("follow", init, {"query": "cs.LG"})).status_code == 200
+    assert (await web.get("library", init, chat=str(BOB))).status_code == 403
+    assert (await web.get("library", tampered(init, auth_date="1"))).status_code == 401
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines, "something was logged"
+    assert not [line for line in lines if signature in line or "query_id" in line
+                or init in line]

@@ -276,6 +276,11 @@ class Pages:
             return await self.subscriptions(viewer, record, typed=typed, editing=replacing,
                                             error={"reason": t(lang, "Type a query first.")})
         result = await service.follow(viewer.chat_id, query, GENERAL)
+        # At the limit an edit makes room first: the query parsed, so only the one it
+        # replaces goes.
+        if (result.status is FollowStatus.LIMIT and replacing is not None
+                and await service.unfollow_id(viewer.chat_id, replacing) is not None):
+            result = await service.follow(viewer.chat_id, query, GENERAL)
         if result.status is FollowStatus.INVALID and result.error is not None:
             return await self.subscriptions(viewer, record, typed=query, editing=replacing,
                                             error=_parse_error(lang, query, result.error))
