@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
@@ -81,6 +82,8 @@ def postgres_server() -> PostgresServer:
 
 
 ENGINES = ("sqlite", "postgresql")
+# A test (or module, as `pytestmark`) marked so runs its `harness` on each engine in turn.
+ON_BOTH_ENGINES = pytest.mark.parametrize("harness", ENGINES, indirect=True)
 
 
 @pytest.fixture(params=ENGINES)
@@ -207,8 +210,11 @@ class Harness:
         await self.services.sender.drain()
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
-        """Rows as last committed, read from the SQLite file itself: what a test checks
-        beneath the repositories."""
+        """Rows as last committed, read from the database itself (the SQLite file, or the
+        PostgreSQL server on its own connection): what a test checks beneath the
+        repositories. `?` placeholders on both."""
+        if self.settings.database_url is not None:
+            return postgres_rows(self.settings.database_url, sql, params)
         uri = f"{self.settings.database_path.resolve().as_uri()}?mode=ro"
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
             return db.execute(sql, params).fetchall()
@@ -246,6 +252,25 @@ class Harness:
         """Make the fake arXiv announce `papers` on every feed URL."""
         self.arxiv.set_feed(None, rss_feed(
             papers, names=names, announce_date=announce_date or datetime.now(UTC)))
+
+
+def postgres_rows(url: str, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+    """A query's rows from a PostgreSQL database, from sync code (or beside a running loop)."""
+    import asyncpg
+
+    from bot.storage.postgres.db import placeholders
+
+    query, args = placeholders(sql, params)
+
+    async def fetch() -> list[tuple]:
+        conn = await asyncpg.connect(url)
+        try:
+            return [tuple(row) for row in await conn.fetch(query, *args)]
+        finally:
+            await conn.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, fetch()).result()
 
 
 def make_settings(tmp_path: Path, tg: FakeTelegram, arxiv: FakeArxivServer,
@@ -303,13 +328,21 @@ async def stop_bot(app: Application) -> None:
 
 
 @pytest.fixture
-async def harness(tmp_path: Path, fake_telegram: FakeTelegram,
+async def harness(request: pytest.FixtureRequest, tmp_path: Path, fake_telegram: FakeTelegram,
                   fake_arxiv: FakeArxivServer) -> AsyncIterator[Harness]:
+    """The bot on SQLite, or on the engine `ON_BOTH_ENGINES` gives it."""
     clock = ManualClock(time.time())
-    settings = make_settings(tmp_path, fake_telegram, fake_arxiv)
+    overrides: dict[str, str] = {}
+    server: PostgresServer | None = None
+    if getattr(request, "param", "sqlite") == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        overrides["DATABASE_URL"] = server.new_database()
+    settings = make_settings(tmp_path, fake_telegram, fake_arxiv, **overrides)
     app = await start_bot(settings, clock)
     yield Harness(fake_telegram, fake_arxiv, app, clock, settings)
     await stop_bot(app)
+    if server is not None:
+        server.drop_database(overrides["DATABASE_URL"])
 
 
 def make_paper(number: int, *, version: int = 1, title: str | None = None,

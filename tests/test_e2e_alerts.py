@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.core.models import AnnounceType, Feedback, Paper
-from tests.conftest import Harness, make_paper
+from tests.conftest import ON_BOTH_ENGINES, Harness, make_paper
 from tests.fakes.telegram_server import SentMessage, utf16_len
 
 LAB = 7001  # follows cs.LG
@@ -76,6 +76,7 @@ def day_one() -> list[Paper]:
     ]
 
 
+@ON_BOTH_ENGINES
 async def test_a_days_feed_reaches_exactly_the_chats_that_follow_it_once(
     harness: Harness,
 ) -> None:
@@ -127,6 +128,7 @@ async def test_an_alert_is_valid_html_with_escaped_title_latex_and_every_button(
     assert all(len(data.encode()) <= 64 for data in alert.callback_data)
 
 
+@ON_BOTH_ENGINES
 async def test_save_toggles_to_saved_and_back_keeping_the_keyboard(harness: Harness) -> None:
     await follow(harness, LAB, "cs.LG")
     harness.serve_feed([make_paper(1)], announce_date=DAY1)
@@ -250,6 +252,7 @@ async def test_a_429_is_waited_out_and_the_alert_arrives_once(harness: Harness) 
     assert len(alerts(harness, LAB)) == 1
 
 
+@ON_BOTH_ENGINES
 async def test_a_chat_that_blocked_the_bot_is_held_no_longer_matched_and_served_when_it_writes(
     harness: Harness,
 ) -> None:
@@ -295,6 +298,7 @@ async def test_a_chat_that_blocked_the_bot_is_held_no_longer_matched_and_served_
     assert ids_in(alerts(harness, LAB)) == ["2611.10001v1", "2611.10003v1"]
 
 
+@ON_BOTH_ENGINES
 async def test_a_group_that_became_a_supergroup_gets_its_alerts_at_the_new_id(
     harness: Harness,
 ) -> None:
@@ -321,6 +325,7 @@ async def test_a_group_that_became_a_supergroup_gets_its_alerts_at_the_new_id(
     assert ids_in(alerts(harness, supergroup)) == ["2611.10001v1", "2611.10002v1"]
 
 
+@ON_BOTH_ENGINES
 async def test_a_migration_onto_a_supergroup_that_wrote_first_merges_the_two(
     harness: Harness,
 ) -> None:
@@ -406,6 +411,7 @@ async def test_a_persistent_400_fails_the_alert_once_and_never_loops(harness: Ha
     assert chat is not None and chat.active, "a refused message is no reason to drop the chat"
 
 
+@ON_BOTH_ENGINES
 async def test_a_revision_of_a_saved_paper_is_announced_with_what_changed(
     harness: Harness,
 ) -> None:
@@ -444,6 +450,7 @@ async def test_a_revision_of_a_saved_paper_is_announced_with_what_changed(
     assert ids_in(alerts(harness, GNN_FAN)) == ["2611.10001v1"]
 
 
+@ON_BOTH_ENGINES
 async def test_more_than_ten_matches_arrive_as_a_digest_with_save_by_number(
     harness: Harness,
 ) -> None:
@@ -493,6 +500,7 @@ async def test_ten_matches_still_arrive_one_by_one(harness: Harness) -> None:
     assert ids_in(alerts(harness, LAB)) == [f"2611.{10000 + n}v1" for n in range(1, 11)]
 
 
+@ON_BOTH_ENGINES
 async def test_a_revision_during_a_pause_shows_both_versions_in_the_catch_up_digest(
     harness: Harness,
 ) -> None:

@@ -13,7 +13,7 @@ from bot.chat.handlers.imports import download
 from bot.core.http import BodyTooLarge
 from bot.core.models import Paper
 from bot.importer.parse import MAX_IMPORT_BYTES
-from tests.conftest import Harness, make_paper
+from tests.conftest import ON_BOTH_ENGINES, Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
 
 CHAT = 7401
@@ -47,6 +47,7 @@ async def saved_state(harness: Harness) -> tuple[int, int]:
     return await store.saved.count(CHAT), await store.papers.count()
 
 
+@ON_BOTH_ENGINES
 async def test_a_zotero_export_fills_the_library_and_the_rankers_positives(
         harness: Harness) -> None:
     known = [arxiv_id for arxiv_id in ZOTERO_ARXIV if arxiv_id not in UNKNOWN_TO_ARXIV]
@@ -82,6 +83,7 @@ async def test_a_zotero_export_fills_the_library_and_the_rankers_positives(
     assert len(asked_again) == 1, "saved papers and arXiv's recent misses are not asked again"
 
 
+@ON_BOTH_ENGINES
 async def test_bad_files_are_refused_and_change_nothing(harness: Harness) -> None:
     before = await saved_state(harness)
 
@@ -103,6 +105,7 @@ async def test_bad_files_are_refused_and_change_nothing(harness: Harness) -> Non
     assert not [r for r in harness.arxiv.requests if r.path == "/api/query"]
 
 
+@ON_BOTH_ENGINES
 async def test_a_message_of_ids_and_links_is_imported(harness: Harness) -> None:
     harness.arxiv.set_api_papers([api_paper(1, "1706.03762", version=7),
                                   api_paper(2, "2211.00593"),
@@ -134,6 +137,7 @@ async def test_a_message_of_ids_and_links_is_imported(harness: Harness) -> None:
     assert "Import papers into your library" in command.text and "1 MB" in command.text
 
 
+@ON_BOTH_ENGINES
 async def test_a_chinese_chat_gets_the_report_in_chinese(harness: Harness) -> None:
     harness.arxiv.set_api_papers([api_paper(1, "1706.03762")])
     await harness.ask(CHAT, "/lang zh")
@@ -144,6 +148,7 @@ async def test_a_chinese_chat_gets_the_report_in_chinese(harness: Harness) -> No
     assert "跳过" not in reply.text  # the command names no non-arXiv line
 
 
+@ON_BOTH_ENGINES
 async def test_in_a_group_only_a_file_captioned_import_is_read_and_the_importer_is_named(
         harness: Harness) -> None:
     group, member = -1007401, 22

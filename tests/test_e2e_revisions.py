@@ -16,13 +16,14 @@ from bot.jobs.poll import poll_job
 from bot.jobs.routine import tracked
 from bot.runtime import build_bot
 from bot.storage import Storage
-from tests.conftest import Harness, make_paper, make_settings, stop_bot
+from tests.conftest import ON_BOTH_ENGINES, Harness, make_paper, make_settings, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import FakeTelegram
 
 CHAT = 9301
 
 
+@ON_BOTH_ENGINES
 async def test_a_saved_papers_revision_shows_the_new_comment_from_the_api(
         harness: Harness) -> None:
     await harness.ask(CHAT, "/start")
@@ -47,6 +48,7 @@ async def test_a_saved_papers_revision_shows_the_new_comment_from_the_api(
     assert len(looked_up) == 1, "one batched API request for the poll's revisions"
 
 
+@ON_BOTH_ENGINES
 async def test_a_failing_api_does_not_hold_back_the_revision(harness: Harness) -> None:
     await harness.ask(CHAT, "/follow au:Yoneki")
     harness.serve_feed([make_paper(2)])
@@ -129,6 +131,7 @@ async def test_with_live_jobs_a_failed_look_up_lets_the_revision_go_without_deta
     assert "Accepted at NeurIPS 2026" not in alert.text
 
 
+@ON_BOTH_ENGINES
 async def test_a_revision_whose_look_up_never_ends_goes_out_after_one_poll_interval(
         harness: Harness) -> None:
     await harness.ask(CHAT, "/follow au:Yoneki")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.core.models import Paper
-from tests.conftest import Harness, make_paper
+from tests.conftest import ON_BOTH_ENGINES, Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
 
 LAB = 7101
@@ -28,6 +28,7 @@ async def announce(harness: Harness, papers: list[Paper]) -> None:
     await harness.poll()
 
 
+@ON_BOTH_ENGINES
 async def test_each_revision_replies_to_the_first_alert_and_says_what_changed(
         harness: Harness) -> None:
     await harness.ask(LAB, "/follow cs.LG")
@@ -47,6 +48,7 @@ async def test_each_revision_replies_to_the_first_alert_and_says_what_changed(
     assert "Title was: Routing attention at scale" in third.text
 
 
+@ON_BOTH_ENGINES
 async def test_a_deleted_first_alert_lets_the_revision_arrive_on_its_own(
         harness: Harness) -> None:
     await harness.ask(LAB, "/follow cs.LG")
@@ -62,6 +64,7 @@ async def test_a_deleted_first_alert_lets_the_revision_arrive_on_its_own(
     assert all(c.status == 200 for c in harness.tg.calls_of("sendMessage"))
 
 
+@ON_BOTH_ENGINES
 async def test_a_paper_first_seen_in_a_digest_threads_from_its_first_own_alert(
         harness: Harness) -> None:
     await harness.ask(LAB, "/follow cs.LG")

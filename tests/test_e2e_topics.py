@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.models import Paper
-from tests.conftest import Harness, make_paper
+from tests.conftest import ON_BOTH_ENGINES, Harness, make_paper
 from tests.fakes.telegram_server import DEFAULT_GROUP_USER_ID, SentMessage
 
 FORUM = -1001500000001
@@ -42,6 +42,7 @@ async def announce(harness: Harness, papers: list[Paper]) -> None:
     await harness.poll()
 
 
+@ON_BOTH_ENGINES
 async def test_each_topic_receives_its_own_subscriptions_alerts_once(harness: Harness) -> None:
     methods, theory = await forum(harness, "Methods", "Theory")
     reply = await follow(harness, "cs.LG", methods)
@@ -72,6 +73,7 @@ async def test_each_topic_receives_its_own_subscriptions_alerts_once(harness: Ha
     assert "/move" in lines[-1]
 
 
+@ON_BOTH_ENGINES
 async def test_a_busy_topic_gets_its_own_digest(harness: Harness) -> None:
     [busy] = await forum(harness, "Busy")
     await follow(harness, "cs.LG", busy)
@@ -86,6 +88,7 @@ async def test_a_busy_topic_gets_its_own_digest(harness: Harness) -> None:
 
 
 @pytest.mark.parametrize("gone", ["deleted", "closed"])
+@ON_BOTH_ENGINES
 async def test_a_gone_topic_falls_back_to_general_once_and_loses_nothing(
         harness: Harness, gone: str) -> None:
     [papers] = await forum(harness, "Papers")
@@ -110,6 +113,7 @@ async def test_a_gone_topic_falls_back_to_general_once_and_loses_nothing(
     assert listed.text.splitlines()[1:4] == ["", "General", "1. cs.LG"], listed.text
 
 
+@ON_BOTH_ENGINES
 async def test_move_rebinds_a_subscription_to_the_topic_it_is_sent_in(
         harness: Harness) -> None:
     [reading] = await forum(harness, "Reading group")
@@ -130,6 +134,7 @@ async def test_move_rebinds_a_subscription_to_the_topic_it_is_sent_in(
     assert "groups with topics" in plain_group.text
 
 
+@ON_BOTH_ENGINES
 async def test_a_revision_replies_to_the_first_alert_in_the_same_topic(
         harness: Harness) -> None:
     [methods] = await forum(harness, "Methods")
@@ -149,6 +154,7 @@ async def test_a_revision_replies_to_the_first_alert_in_the_same_topic(
     assert "Title was: Routing attention" in revision_here.text
 
 
+@ON_BOTH_ENGINES
 async def test_help_in_a_forum_explains_move_and_a_private_chat_is_spared_it(
     harness: Harness,
 ) -> None:
