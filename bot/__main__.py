@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         except DatabaseLocked as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except DatabaseError as exc:  # PostgreSQL's lock: the server cannot be reached
+            print(f"database error: {exc}", file=sys.stderr)
+            return 2
         except OSError as exc:  # e.g. DATABASE_PATH inside a file, or a read-only folder
             print(f"database error: cannot lock the database {str(settings.database_path)!r} "
                   f"({exc.strerror}): check DATABASE_PATH", file=sys.stderr)

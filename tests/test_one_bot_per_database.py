@@ -14,6 +14,7 @@ import pytest
 
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import FakeTelegram
+from tests.postgres_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -104,3 +105,39 @@ def test_the_lock_dies_with_a_killed_bot(
     assert after.returncode != 2, after.stderr
     assert "another bot" not in after.stderr
     assert "poll:" in after.stdout, after.stderr
+
+
+def test_on_postgresql_a_second_bot_anywhere_is_refused_until_the_first_dies(
+        tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
+        postgres_server: PostgresServer) -> None:
+    """Two working folders stand for two hosts: no file lock is shared, the server's is."""
+    url = postgres_server.new_database()
+    first_host, second_host = tmp_path / "a", tmp_path / "b"
+    first_host.mkdir()
+    second_host.mkdir()
+    env = {**bot_env(tmp_path, fake_telegram, fake_arxiv), "DATABASE_URL": url}
+    env.pop("DATABASE_PATH")
+    first = subprocess.Popen([sys.executable, "-m", "bot"], cwd=first_host, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        fake_telegram.wait_for_sync(lambda: fake_telegram.waiting_polls > 0, timeout=30,
+                                    what="the first bot to start long polling")
+        second = run(env, second_host)
+        assert second.returncode == 2
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1, second.stderr
+        assert "advisory lock" in lines[0] and f"pid {first.pid}" in lines[0]
+        assert "test-pw" not in second.stderr, "the password is never shown"
+        assert first.poll() is None, "the first bot keeps running"
+
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+        after = run(env, second_host, "poll-once")
+        assert after.returncode != 2, after.stderr
+        assert "another bot" not in after.stderr
+        assert "poll:" in after.stdout, after.stderr
+    finally:
+        if first.poll() is None:
+            first.kill()
+        first.communicate()
+        postgres_server.drop_database(url)

@@ -13,6 +13,7 @@ from bot.core.clock import SystemClock
 from bot.services.health import Health, assess, check_integrity
 from bot.storage import is_postgres, open_storage
 from bot.storage.errors import DatabaseError
+from bot.storage.postgres.lock import PostgresLock
 from bot.storage.sqlite.lock import DatabaseLock
 
 # The start-up check waits less for another program's lock than the bot's statements do, so
@@ -97,10 +98,12 @@ async def check_database(settings: Settings) -> None:
         await storage.close()
 
 
-def hold_database(settings: Settings) -> DatabaseLock:
+def hold_database(settings: Settings) -> DatabaseLock | PostgresLock:
     """The database's lock, for whatever sends or stores alerts, held for as long as it runs:
     two processes sending from one outbox would both send every alert. Raises
-    `DatabaseLocked` at once when another bot holds it."""
+    `DatabaseLocked` at once when another bot holds it (on PostgreSQL, from any host)."""
+    if is_postgres(settings.database):
+        return PostgresLock(settings.database).acquire()
     return DatabaseLock(settings.database_path).acquire()
 
 

@@ -20,12 +20,16 @@ class DatabaseDamaged(DatabaseError):
 
 
 class DatabaseLocked(Exception):
-    """Another process holds the database's lock; the message names the lock and its pid."""
+    """Another process holds the database's lock; the message names the lock and its holder
+    (a pid, or for PostgreSQL's lock the holder's own description: pid and host)."""
 
-    def __init__(self, lock_path: Path, holder: int | None) -> None:
+    def __init__(self, lock_path: Path | str, holder: int | str | None) -> None:
         self.lock_path = lock_path
         self.holder = holder
-        who = f"pid {holder}" if holder is not None else "a process that has not written its pid"
+        if isinstance(holder, int):
+            who = f"pid {holder}"
+        else:
+            who = holder or "a process that has not written its pid"
         super().__init__(
             f"another bot is running on this database: {lock_path} is held by {who}"
         )

@@ -204,9 +204,17 @@ class Database:
                                                 name) is True
 
     async def check_writable(self) -> None:
-        async with self._lock, self._writer.transaction():
-            with engine_errors(self.url):
-                await self._writer.execute("SELECT 1 FROM schema_version FOR UPDATE")
+        """Raise `DatabaseError` unless the server takes writes (not a read-only replica, nor
+        a read-only default) from the bot's user: a write that is then rolled back."""
+        with engine_errors(self.url):
+            async with self._lock:
+                transaction = self._writer.transaction()
+                await transaction.start()
+                try:
+                    await self._writer.execute(
+                        "CREATE TEMPORARY TABLE bot_writable_check (x integer) ON COMMIT DROP")
+                finally:
+                    await transaction.rollback()
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
