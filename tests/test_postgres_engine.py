@@ -5,6 +5,7 @@ the `database_url` fixture.)"""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import asyncpg
@@ -12,8 +13,9 @@ import pytest
 
 from bot.core.models import Alert
 from bot.storage import open_storage
-from bot.storage.errors import DatabaseError
+from bot.storage.errors import DatabaseError, DatabaseLocked
 from bot.storage.postgres.db import placeholders
+from bot.storage.postgres.lock import PostgresLock
 from bot.storage.postgres.schema import LATEST_VERSION, TABLES
 from bot.storage.sqlite.db import Database as SqliteDatabase
 from tests.conftest import make_paper
@@ -134,3 +136,29 @@ def test_sqlite_placeholders_become_numbered_ones_outside_literals_and_casts() -
     assert placeholders("UPDATE t SET a = :new WHERE a = :old OR b = :new",
                         {"old": 1, "new": 2}) == (
         "UPDATE t SET a = $1 WHERE a = $2 OR b = $1", [2, 1])
+
+
+def test_the_lock_waits_for_a_server_that_does_not_answer_yet(
+        postgres_server: PostgresServer, pg_url: str) -> None:
+    """As for Telegram at start: 1, 2, 4 … s apart, a line each, never the password; the
+    bot's own lock is then taken as soon as the server answers."""
+    waits: list[float] = []
+
+    class Stop(Exception):
+        pass
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 4:
+            raise Stop
+
+    with pytest.raises(Stop):
+        PostgresLock("postgresql://bot:hunter2@127.0.0.1:9/bot").acquire(sleep=sleep)
+    assert waits == [1, 2, 4, 8]
+    lock = PostgresLock(pg_url).acquire(sleep=sleep)
+    try:
+        with pytest.raises(DatabaseLocked, match=f"pid {os.getpid()}"):
+            PostgresLock(pg_url).acquire(sleep=sleep)
+    finally:
+        lock.release()
+    PostgresLock(pg_url).acquire(sleep=sleep).release()

@@ -10,6 +10,11 @@ class DatabaseError(Exception):
     """A database the bot cannot use; the message is the one line shown to the operator."""
 
 
+class DatabaseUnreachable(DatabaseError):
+    """The database server did not answer (down, restarting, a network fault): a retry may
+    help, unlike the other errors (bad credentials, a newer schema)."""
+
+
 class DatabaseDamaged(DatabaseError):
     """The file is not a database, or its pages are damaged: no retry helps, only a backup or a
     recovery, so the bot stops rather than keep writing into it."""

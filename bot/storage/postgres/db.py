@@ -21,7 +21,7 @@ from typing import Any
 import asyncpg
 
 from bot.config import hide_password
-from bot.storage.errors import DatabaseError
+from bot.storage.errors import DatabaseError, DatabaseUnreachable
 from bot.storage.postgres.schema import LATEST_VERSION, SCHEMA
 
 log = logging.getLogger(__name__)
@@ -77,8 +77,8 @@ def engine_error(url: str, exc: BaseException) -> DatabaseError:
     if isinstance(exc, asyncpg.InvalidCatalogNameError):
         return DatabaseError(f"the database {where} does not exist ({reason}): create it "
                              "(createdb) or check DATABASE_URL")
-    if isinstance(exc, OSError | TimeoutError):
-        return DatabaseError(f"cannot reach the database {where} ({reason}): check that the "
+    if isinstance(exc, OSError | TimeoutError | asyncpg.CannotConnectNowError):
+        return DatabaseUnreachable(f"cannot reach the database {where} ({reason}): check that the "
                              "server runs and DATABASE_URL's host and port")
     if isinstance(exc, asyncpg.InsufficientPrivilegeError):
         return DatabaseError(f"the database {where} cannot be written ({reason}): grant the "

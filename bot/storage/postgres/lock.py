@@ -15,17 +15,24 @@ lease of the standby design is what would).
 from __future__ import annotations
 
 import asyncio
+import itertools
+import logging
 import os
 import socket
 import threading
+import time
+from collections.abc import Callable
 
 import asyncpg
 
 from bot.config import hide_password
-from bot.storage.errors import DatabaseLocked
+from bot.storage.errors import DatabaseLocked, DatabaseUnreachable
 from bot.storage.postgres.db import engine_errors
 
 LOCK_NAME = "arxiv-alert-bot"  # hashed into the advisory lock's key
+# Seconds between tries while the server does not answer at start (as for Telegram's).
+BACKOFF = (1, 2, 4, 8, 16, 30)
+log = logging.getLogger(__name__)
 _KEY = "SELECT hashtext($1)::bigint"
 
 
@@ -40,9 +47,20 @@ class PostgresLock:
         self._conn: asyncpg.Connection | None = None
         self.description = f"pid {os.getpid()} on {socket.gethostname()}"
 
-    def acquire(self) -> PostgresLock:
-        """Take the lock, or raise `DatabaseLocked` (naming the holder's pid and host) at once;
-        `DatabaseError` when the server cannot be reached."""
+    def acquire(self, sleep: Callable[[float], None] = time.sleep) -> PostgresLock:
+        """Take the lock, or raise `DatabaseLocked` (naming the holder's pid and host) at once.
+        While the server does not answer, try again (1, 2, 4 … 30 s apart, a line each);
+        what a retry cannot fix (bad credentials, no such database) raises `DatabaseError`."""
+        for attempt in itertools.count():
+            try:
+                return self._acquire()
+            except DatabaseUnreachable as exc:
+                delay = BACKOFF[min(attempt, len(BACKOFF) - 1)]
+                log.warning("%s; trying again in %d s", exc, delay)
+                sleep(delay)
+        raise AssertionError("itertools.count() ended")
+
+    def _acquire(self) -> PostgresLock:
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="postgres-lock", daemon=True)
         thread.start()
