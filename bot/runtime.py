@@ -15,7 +15,7 @@ from telegram.error import InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.ext import Application, ApplicationHandlerStop, CallbackContext
 
 from bot import __version__
-from bot.chat.application import build_application
+from bot.chat.application import ALLOWED_UPDATES, build_application
 from bot.chat.webhook import WebhookUpdater
 from bot.config import Settings
 from bot.core.clock import Clock
@@ -29,7 +29,6 @@ from bot.web.server import WebApp, show_menu_button
 
 log = logging.getLogger(__name__)
 
-ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"]
 # From the stop signal: running handlers and jobs may finish within the grace, then they are
 # cancelled; whatever still runs at the deadline is cut off (systemd's default stop timeout
 # is 90 s, Docker's 10 s: the bot stays inside both).

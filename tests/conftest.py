@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from telegram.ext import Application
 
 from bot.arxiv.client import ArxivClient
-from bot.chat.application import build_application
+from bot.chat.application import ALLOWED_UPDATES, build_application
 from bot.config import Settings, load_settings
 from bot.core.clock import Clock, ManualClock
 from bot.core.models import AnnounceType, Paper
@@ -314,7 +314,7 @@ async def start_bot(settings: Settings, clock: Clock, pacer: Pacer | None = None
     await app.initialize()
     await app.post_init(app)
     await app.start()
-    await app.updater.start_polling(poll_interval=0, timeout=1)
+    await app.updater.start_polling(poll_interval=0, timeout=1, allowed_updates=ALLOWED_UPDATES)
     return app
 
 

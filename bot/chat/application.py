@@ -20,6 +20,7 @@ from telegram.ext import (
     ContextTypes,
     Defaults,
     MessageHandler,
+    MessageReactionHandler,
     TypeHandler,
     filters,
 )
@@ -28,7 +29,7 @@ from telegram.request import HTTPXRequest
 from bot.chat.commands import COMMANDS, menu
 from bot.chat.context import BotContext
 from bot.chat.guard import BudgetGate
-from bot.chat.handlers import basic, buttons, imports, topics
+from bot.chat.handlers import basic, buttons, imports, reactions, topics
 from bot.chat.handlers.common import record_chat
 from bot.chat.update_processor import PerChatUpdateProcessor
 from bot.config import Settings
@@ -39,8 +40,10 @@ from bot.services.budget import BudgetPolicy
 from bot.services.container import Services, Wiring, open_services
 from bot.services.state import RunState
 
-log = logging.getLogger(__name__)
+# The updates the handlers below take. Telegram leaves reactions out unless they are asked for.
+ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member", "message_reaction"]
 
+log = logging.getLogger(__name__)
 
 
 # Called once the services are open, before updates are taken: the runtime schedules the jobs.
@@ -147,6 +150,7 @@ def build_application(
     for command in COMMANDS:
         application.add_handler(CommandHandler(command.name, command.answer))
     application.add_handler(CallbackQueryHandler(buttons.on_button))
+    application.add_handler(MessageReactionHandler(reactions.on_reaction))
     # Last in the group: a command nobody above handled.
     application.add_handler(MessageHandler(filters.COMMAND, basic.unknown_command))
     # Plain text only in private chats: in a group people talk to each other, not to the bot.

@@ -145,6 +145,11 @@ class HelpLine:
     section: HelpSection
     place: int
     text: str  # msgid
+    in_groups: str | None = None  # msgid of the line in groups and forums, where it differs
+
+    def shown_in(self, where: Chats) -> str:
+        """The line's msgid in a chat of kind `where`."""
+        return self.text if where is Chats.PRIVATE or self.in_groups is None else self.in_groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +210,8 @@ def help_text(lang: str, where: Chats, features: Features) -> str:
                         if command.help is not None and command.help.section == section
                         and where & command.offered and command.shown(features)),
                        key=lambda line: line.place)
-        parts.append("\n".join(t(lang, text) for text in (section.text,
-                                                          *(line.text for line in lines))))
+        parts.append("\n".join(t(lang, text) for text in (
+            section.text, *(line.shown_in(where) for line in lines))))
     return "\n\n".join(parts)
 
 
@@ -289,8 +294,12 @@ COMMANDS: tuple[Command, ...] = (
             HelpLine(DELIVERY, 4, _("/lang en or /lang zh — language")), argument=Argument()),
     Command("similar", library.similar, _("Stored papers nearest to a paper"),
             HelpLine(LIBRARY, 5, _("/similar &lt;arXiv ID&gt; — stored papers nearest to one "
-                                   "paper; 👍 / 👎 on alerts and your saved papers teach the "
-                                   "ranker (/stats shows whether it is on)")),
+                                   "paper; 👍 / 👎, as buttons or reactions, and saved papers "
+                                   "teach the ranker (see /stats)"),
+                     in_groups=_("/similar &lt;arXiv ID&gt; — stored papers nearest to one "
+                                 "paper; 👍 / 👎 buttons and saved papers teach the ranker (see "
+                                 "/stats); so do reactions 👍 ❤ 🔥 👏 👎 on alerts, if the bot "
+                                 "is an admin here (Telegram tells only admins of reactions)")),
             argument=Argument(_("Which paper? For example <code>/similar 2611.11450</code>."),
                               Reads.ARXIV_ID)),
     # Not in /help: the private /help is at its 1,500 characters.

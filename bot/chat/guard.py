@@ -86,8 +86,8 @@ def update_cost(update: Update, bot_username: str | None) -> int | None:
     """What an update costs, or None if it is free: not ours to answer (a group's chatter, a
     command for another bot) or not a request at all (membership changes, edits of plain text).
     """
-    if update.callback_query is not None:
-        return DEFAULT_COST
+    if update.callback_query is not None or update.message_reaction is not None:
+        return DEFAULT_COST  # a press or a reaction: one label written, one answer
     message = update.effective_message
     if message is not None and update.message is not None and is_import_upload(message):
         return upload_cost(message.document.file_size)  # charged by size, before the download

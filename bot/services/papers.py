@@ -11,6 +11,7 @@ from bot.core.models import AlertKind, ArxivId, Feedback, Paper
 from bot.delivery.compose import alert_message, digest_continued, load_paper, saved_state
 from bot.delivery.diff import describe_changes
 from bot.delivery.render import RenderedMessage, render_alert
+from bot.ranking.reactions import rating_of
 from bot.ranking.service import Ranker
 from bot.storage import Storage
 
@@ -94,6 +95,22 @@ class Papers:
             return False
         await self._storage.feedback.set(chat_id, arxiv_id, label, self._clock.now())
         return True
+
+    async def react(self, chat_id: int, message_id: int, old: tuple[str, ...],
+                    new: tuple[str, ...]) -> str | None:
+        """A chat changed its reactions on message `message_id` from `old` to `new` (emoji):
+        give or clear the label of the paper of that alert, as 👍 / 👎 would. Returns the paper
+        rated, or None: no rating in the change, or not a message of one paper (a digest, a
+        list, a message the bot does not keep)."""
+        rating = rating_of(old, new)
+        if rating is None:
+            return None
+        papers = {row.alert.arxiv_id
+                  for row in await self._storage.outbox.rows_of_message(chat_id, message_id)}
+        if len(papers) != 1:
+            return None
+        arxiv_id = papers.pop()
+        return arxiv_id if await self.rate(chat_id, arxiv_id, rating.label) else None
 
     async def similar(self, arxiv_id: str, count: int) -> tuple[Paper | None, list[Paper]]:
         """The stored paper and up to `count` stored papers nearest to it, best first; (None,

@@ -1093,6 +1093,34 @@ class FakeTelegram:
             }})
             return query_id
 
+    def react(
+        self,
+        chat_id: int,
+        message_id: int,
+        emojis: tuple[str, ...],
+        *,
+        old: tuple[str, ...] = (),
+        user_id: int | None = None,
+        first_name: str = "Ada",
+        language_code: str | None = "en",
+    ) -> int | None:
+        """A user changes their reactions on a bot message from ``old`` to ``emojis``; returns
+        the update id, or None where Telegram tells the bot nothing: in a group whose
+        administrators the bot is not among."""
+        with self._cond:
+            if self._messages.get(chat_id, {}).get(message_id) is None:
+                raise AssertionError(f"chat {chat_id} has no bot message {message_id}")
+            chat = self._chat_json(chat_id)
+            if chat["type"] != "private" and self.bot_id not in self._admins.get(chat_id, set()):
+                return None
+            user = self._remember_user(_sender_id(chat, user_id), first_name, None,
+                                       language_code)
+            return self.add_update({"message_reaction": {
+                "chat": chat, "message_id": message_id, "user": user, "date": int(time.time()),
+                "old_reaction": [{"type": "emoji", "emoji": e} for e in old],
+                "new_reaction": [{"type": "emoji", "emoji": e} for e in emojis],
+            }})
+
     def my_chat_member(
         self,
         chat_id: int,

@@ -1,0 +1,122 @@
+"""Reactions as feedback, end to end: a researcher reacts to alerts in the chat instead of
+tapping 👍 / 👎, and the next digest reads the labels the same way."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from bot.core.models import Feedback
+from tests.conftest import Harness
+from tests.fakes.telegram_server import SentMessage
+from tests.test_e2e_ranking import day, second_day
+
+CHAT = 7401
+GROUP = -100_7402
+DAY1 = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
+DAY2 = DAY1 + timedelta(days=1)
+
+
+def alerts_of(harness: Harness, chat_id: int, title: str) -> list[SentMessage]:
+    return [m for m in harness.tg.messages(chat_id) if "arXiv:" in m.text and title in m.text]
+
+
+async def handled(harness: Harness, chat_id: int) -> None:
+    """Wait until the chat's earlier updates are handled: its updates are handled in order, so
+    once a later command is answered, every reaction before it was taken."""
+    await harness.ask(chat_id, "/list")
+
+
+async def test_liking_alerts_by_reaction_puts_their_kind_first_in_the_next_digest(
+        harness: Harness) -> None:
+    assert "Following" in (await harness.ask(CHAT, "/follow cs.LG")).text
+    harness.serve_feed(day(), announce_date=DAY1)  # five graph and five quantum papers
+    await harness.poll()
+    graph = alerts_of(harness, CHAT, "Graph neural networks")
+    assert len(graph) == 5
+    for alert, emoji in zip(graph, ("👍", "❤", "🔥", "👏", "❤️"), strict=True):
+        harness.tg.react(CHAT, alert.message_id, (emoji,))
+    await handled(harness, CHAT)
+    stats = await harness.ask(CHAT, "/stats")
+    assert "Ranking: 5 labels" in stats.text and "model is active" in stats.text
+
+    subjects = ("molecules", "citations", "traffic", "proteins", "social networks", "sensors")
+    harness.serve_feed(second_day("quantum", subjects) + second_day("graph", subjects),
+                       announce_date=DAY2)
+    before = len(harness.tg.messages(CHAT))
+    await harness.poll()
+
+    [digest] = harness.tg.messages(CHAT)[before:]
+    entries = [line for line in digest.text.splitlines() if line.split(".")[0].isdigit()]
+    assert len(entries) == 12, digest.text
+    assert all("Graph neural networks" in line for line in entries[:6]), digest.text
+
+    # Taking the reactions back takes the labels back.
+    for alert in graph:
+        harness.tg.react(CHAT, alert.message_id, (), old=("👍",))
+    await handled(harness, CHAT)
+    assert "Ranking: 0 labels" in (await harness.ask(CHAT, "/stats")).text
+
+
+async def test_a_dislike_replaces_a_like_and_other_reactions_leave_the_label(
+        harness: Harness) -> None:
+    await harness.ask(CHAT, "/follow cs.LG")
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+    alert = alerts_of(harness, CHAT, "Quantum error correction")[0]
+    paper = next(word.removeprefix("arXiv:").split("v")[0] for word in alert.text.split()
+                 if word.startswith("arXiv:"))
+    feedback = harness.services.storage.feedback
+
+    harness.tg.react(CHAT, alert.message_id, ("👍",))
+    await handled(harness, CHAT)
+    assert await feedback.get(CHAT, paper) == Feedback.MORE
+    harness.tg.react(CHAT, alert.message_id, ("👍", "😂"), old=("👍",))
+    harness.tg.react(CHAT, alert.message_id, ("😂",), old=("👍", "😂"))  # 👍 taken back
+    await handled(harness, CHAT)
+    assert await feedback.get(CHAT, paper) is None
+    harness.tg.react(CHAT, alert.message_id, ("👎",), old=("😂",))
+    await handled(harness, CHAT)
+    assert await feedback.get(CHAT, paper) == Feedback.LESS
+    # The latest of button and reaction wins.
+    like = next(b for b in alert.buttons if b["text"].startswith("👍"))
+    await harness.press(CHAT, alert.message_id, like["callback_data"])
+    assert await feedback.get(CHAT, paper) == Feedback.MORE
+
+
+async def test_a_reaction_on_a_message_of_many_papers_labels_none_of_them(
+        harness: Harness) -> None:
+    await harness.ask(CHAT, "/follow cs.LG")
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+    listing = await harness.ask(CHAT, "/list")
+    harness.tg.react(CHAT, listing.message_id, ("👍",))
+    await handled(harness, CHAT)
+    assert "Ranking: 0 labels" in (await harness.ask(CHAT, "/stats")).text
+
+
+async def test_in_a_group_reactions_count_where_the_bot_is_an_admin(harness: Harness) -> None:
+    member = 7403
+    harness.tg.set_admins(GROUP, {member})
+    reply = await harness.ask(GROUP, "/follow cs.LG", chat_type="supergroup", title="Lab",
+                              user_id=member)
+    assert "Following" in reply.text, reply.text
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+    first, second = alerts_of(harness, GROUP, "Graph neural networks")[:2]
+
+    # Telegram tells a bot of reactions in a group only when it is an administrator there.
+    assert harness.tg.react(GROUP, first.message_id, ("👍",)) is None
+    harness.tg.set_admins(GROUP, {member, harness.tg.bot_id})
+    assert harness.tg.react(GROUP, second.message_id, ("👍",)) is not None
+    await handled(harness, GROUP)
+
+    labels = await harness.services.ranker.labels(GROUP)
+    assert len(labels.positives) == 1
+
+
+async def test_help_says_reactions_rate_and_in_groups_only_where_the_bot_is_an_admin(
+        harness: Harness) -> None:
+    private = (await harness.ask(CHAT, "/help")).text
+    assert "as buttons or reactions" in private
+    group = (await harness.ask(GROUP, "/help", chat_type="supergroup", title="Lab")).text
+    assert "if the bot is an admin here" in group
