@@ -45,7 +45,7 @@ class Settings:
     # A PostgreSQL server's URL; None: SQLite, in the file at database_path. `database` is the
     # URL storage opens; its password is a secret (`secrets`, `__repr__`).
     database_url: str | None = None
-    poll_interval_seconds: int = 900
+    poll_interval_seconds: int = 3600
     admin_chat_ids: frozenset[int] = frozenset()
     log_level: str = "INFO"
     contact: str = ""

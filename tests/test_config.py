@@ -28,7 +28,7 @@ def test_defaults_follow_the_spec(tmp_path: Path) -> None:
     assert settings.arxiv_rss_url == "https://rss.arxiv.org/rss"
     assert settings.arxiv_api_url == "https://export.arxiv.org/api/query"
     assert settings.arxiv_archives == ("cs",)
-    assert settings.poll_interval_seconds == 900
+    assert settings.poll_interval_seconds == 3600
     assert settings.admin_chat_ids == frozenset()
     assert settings.log_level == "INFO"
     assert (tmp_path / "db").is_dir(), "the database folder is created on start"

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from bot.config import Settings
 from bot.delivery.compose import DIGEST_MAX_ENTRIES
 from bot.query.matcher import evaluate
 from bot.query.parser import canonical, parse
@@ -25,7 +26,8 @@ from tests.fakes.telegram_server import FakeTelegram
 
 ROOT = Path(__file__).resolve().parents[1]
 ITEMS = 3000
-POLL_INTERVAL = 900  # POLL_INTERVAL_SECONDS' default: revisions wait at most that for details
+# POLL_INTERVAL_SECONDS' default: revisions wait at most that for details.
+POLL_INTERVAL = Settings.poll_interval_seconds
 QUERY = canonical(parse("cat:cs.LG au:Nguyen"))
 
 

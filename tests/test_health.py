@@ -45,7 +45,7 @@ def health(tmp_path: Path, database: Path, **env: str) -> subprocess.CompletedPr
 
 @pytest.mark.parametrize(("arxiv_age", "telegram_age", "code", "stale"), [
     (300, 30, 0, None),
-    (2 * 3600, 30, 1, "arXiv poll"),
+    (4 * 3600, 30, 1, "arXiv poll"),  # the default limit: 3 x the 3600 s poll ceiling
     (300, 3600, 1, "Telegram call"),
     (None, 30, 1, "no successful arXiv poll yet"),
 ])
@@ -97,7 +97,7 @@ async def test_the_running_bot_beats_and_status_shows_it(harness: Harness) -> No
     beats = await harness.services.storage.heartbeats.all()
     assert set(beats) == {Beat.ARXIV_POLL, Beat.TELEGRAM}
     status = await harness.ask(1, "/status")
-    assert "✅ Last successful arXiv poll: just now (limit 1 h)" in status.text
+    assert "✅ Last successful arXiv poll: just now (limit 3 h)" in status.text
     assert "✅ Last successful Telegram call: just now (limit 10 min)" in status.text
 
 
