@@ -31,6 +31,9 @@ class ConfigError(Exception):
     """A missing or malformed setting; its message is the one line shown to the operator."""
 
 
+HEALTH_MIN_ARXIV_AGE = 3600  # health never calls arXiv polls stale sooner than this
+
+
 @dataclass(frozen=True, repr=False)
 class Settings:
     """Everything the bot reads from its environment: each field from the variable of the same
@@ -56,7 +59,8 @@ class Settings:
     webhook_port: int = 8443
     webhook_secret: str | None = field(default=None, metadata=_SECRET)
     # `health` reports stale beyond these ages (see bot/services/health.py).
-    health_max_arxiv_age_seconds: int = 3600
+    # Unset: three polls missed in a row, at least an hour (3 x POLL_INTERVAL_SECONDS' default).
+    health_max_arxiv_age_seconds: int = 3 * 3600
     health_max_telegram_age_seconds: int = 600
     send_window: int | None = None  # None: derived from the pace and a p99 round trip
     arxiv_listing_url: str = "https://arxiv.org/list"
@@ -241,7 +245,7 @@ def _webapp(read: _Reader) -> dict[str, Any]:
 
 def _health(read: _Reader, poll_interval: int) -> dict[str, int]:
     # Three polls missed in a row, and never less than an hour: arXiv itself is often slow.
-    arxiv_default = max(3 * poll_interval, _DEFAULTS["health_max_arxiv_age_seconds"])
+    arxiv_default = max(3 * poll_interval, HEALTH_MIN_ARXIV_AGE)
     arxiv = read.raw("health_max_arxiv_age_seconds")
     return {
         "health_max_arxiv_age_seconds": _int(
