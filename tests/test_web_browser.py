@@ -144,6 +144,9 @@ async def test_every_page_works_and_the_chat_sees_each_change(
         await page.click("text=Graph neural networks for chemistry")
         await shown(page, "Ana Núñez")
         await check_page(page, tmp_path, "card")
+        await page.click("a:has-text('PDF')")
+        assert await page.evaluate("window.__opened") == "https://arxiv.org/pdf/2611.10002v1"
+        assert page.url == f"{web.url}/", "another site opens outside the Mini App"
         await page.click("button:has-text('Unsave')")
         await shown(page, "Removed from your library")
         saved = await harness.ask(ADA, "/saved")

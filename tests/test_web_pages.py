@@ -127,3 +127,12 @@ async def test_an_edit_at_the_limit_of_fifty_replaces_the_subscription(
     assert "Following #50" in edited
     shown = [s.display for s in await harness.services.subscriptions.for_chat(ADA)]
     assert len(shown) == 50 and "ti:word0" not in shown and shown[-1] == "ti:another"
+
+
+async def test_a_cards_later_version_says_what_changed(web: WebUnderTest) -> None:
+    harness, init = web.harness, web.sign(ADA)
+    harness.serve_feed([make_paper(1, version=2, title="Routing attention at scale")])
+    await harness.poll()
+    card = text(await web.get("paper", init, id="2611.10001"))
+    assert "Routing attention at scale" in card and "v2" in card
+    assert "Title was: <i>Sparse attention at scale</i>" in card

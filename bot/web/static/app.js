@@ -79,8 +79,9 @@
   }
 
   document.addEventListener("click", function (event) {
-    var external = event.target.closest("a[data-external]");
-    if (external) {
+    // Another site opens in Telegram's browser, never inside the Mini App.
+    var external = event.target.closest("a[data-external], a[href^='http']");
+    if (external && external.origin !== window.location.origin) {
       event.preventDefault();
       if (tg && tg.openLink) tg.openLink(external.href); else window.open(external.href);
       return;
