@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import threading
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from telegram.error import InvalidToken, NetworkError, RetryAfter, TelegramError
@@ -25,7 +26,9 @@ from bot.jobs.schedule import schedule_jobs
 from bot.services.budget import BudgetPolicy
 from bot.services.container import Services
 from bot.storage.errors import DatabaseDamaged
-from bot.web.server import WebApp, show_menu_button
+
+if TYPE_CHECKING:
+    from bot.web.server import WebApp
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,9 @@ def build_bot(settings: Settings, clock: Clock | None = None, *, pacer: Pacer | 
 
 def start_webapp(application: Application, services: Services, settings: Settings) -> WebApp:
     """Serve the Mini App on the bot's event loop, and show it as the chats' menu button."""
+    # Imported only when it is on: its templates' engine costs a bot without it start-up time.
+    from bot.web.server import WebApp, show_menu_button
+
     webapp = WebApp(services, application.bot, path=urlsplit(settings.webapp_url).path)
     webapp.listen(settings.webapp_listen, settings.webapp_port)
     application.bot_data["webapp"] = webapp
