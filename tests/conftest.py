@@ -29,6 +29,7 @@ from bot.services.daily import queue_for_you, send_due_digests
 from bot.services.ingest import Pipeline, PollReport
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
+from tests.fakes.loopback import take_handler_errors
 from tests.fakes.telegram_server import CallbackAnswer, FakeTelegram, SentMessage
 from tests.postgres_server import (
     PostgresServer,
@@ -123,6 +124,16 @@ class InstantTime:
         self.slept.append(seconds)
         self.now += max(seconds, 0.0)
         await asyncio.sleep(0)
+
+
+@pytest.fixture(autouse=True)
+def fakes_stay_sound() -> Iterator[None]:
+    """Fails the test if any fake server's handler raised while it ran (a bug in the fake
+    would otherwise pass as a 500 or a dropped connection, which the bot retries past)."""
+    yield
+    if errors := take_handler_errors():
+        pytest.fail("a fake server broke while the test ran:\n" + "\n".join(errors),
+                    pytrace=False)
 
 
 @pytest.fixture

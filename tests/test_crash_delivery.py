@@ -15,12 +15,14 @@ of 200 × 10 (`CRASH_ALERTS=200 CRASH_RUNS=10 pytest -s tests/test_crash_deliver
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -110,6 +112,15 @@ def claimed_rows(database: Path | str) -> int:
         return db.execute("SELECT COUNT(*) FROM outbox WHERE status = 'sending'").fetchone()[0]
 
 
+@contextlib.contextmanager
+def seed_on_failure(variable: str, seed: int, run: int) -> Iterator[None]:
+    """Every failure says the seed that repeats it (and the environment variable to set)."""
+    try:
+        yield
+    except Exception as exc:
+        raise AssertionError(f"{exc}\n(run {run}; repeat with {variable}={seed})") from exc
+
+
 def crash_and_restart(folder: Path, arxiv: FakeArxivServer, rng: random.Random,
                       database: Path | str) -> tuple[int, int, int]:
     """One run: returns (messages before the kill, rows left claimed, repeated alerts)."""
@@ -155,6 +166,7 @@ def test_killed_at_random_moments_the_bot_loses_nothing_and_repeats_at_most_the_
     fake_arxiv.set_feed(None, rss_feed(papers(), names=("cs",),
                                        announce_date=datetime(2026, 11, 30, 5, tzinfo=UTC)))
     seed_value = int(os.environ.get("CRASH_SEED", random.randrange(1 << 30)))
+    print(f"\ncrash test seed {seed_value} (CRASH_SEED={seed_value} repeats it)")
     rng = random.Random(seed_value)
     results = []
     runs = RUNS if engine == "sqlite" else min(RUNS, 2)
@@ -164,11 +176,18 @@ def test_killed_at_random_moments_the_bot_loses_nothing_and_repeats_at_most_the_
         database: Path | str = folder / "data" / "bot.sqlite3"
         if engine == "postgresql":
             database = request.getfixturevalue("postgres_server").new_database()
-        results.append(crash_and_restart(folder, fake_arxiv, rng, database))
+        with seed_on_failure("CRASH_SEED", seed_value, run):
+            results.append(crash_and_restart(folder, fake_arxiv, rng, database))
     worst = max(results, key=lambda r: r[2])
     print(f"\n{engine}: {runs} runs of {ALERTS} alerts to {ALERTS} chats, window {WINDOW}, "
           f"round trip {ROUND_TRIP * 1000:.0f} ms, seed {seed_value}: every alert arrived; "
           f"repeats per run {[r[2] for r in results]}, rows left claimed "
           f"{[r[1] for r in results]}; worst run: killed after {worst[0]} messages, "
           f"{worst[1]} claimed, {worst[2]} repeated (bound {WINDOW})")
-    assert all(r[2] <= WINDOW for r in results)
+    assert all(r[2] <= WINDOW for r in results), f"seed {seed_value}: {results}"
+
+
+def test_a_failed_crash_run_names_the_seed_that_repeats_it() -> None:
+    repeat = r"3 alerts lost\n\(run 2; repeat with CRASH_SEED=41\)"
+    with pytest.raises(AssertionError, match=repeat), seed_on_failure("CRASH_SEED", 41, 2):
+        raise AssertionError("3 alerts lost")

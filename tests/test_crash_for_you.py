@@ -16,14 +16,12 @@ chats CRASH_FOR_YOU_RUNS=2 times; CRASH_FOR_YOU_SEED repeats a run's kill points
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import random
 import signal
 import sqlite3
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from bot.storage import open_storage
@@ -32,7 +30,7 @@ from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.feedgen import rss_feed
 from tests.fakes.telegram_server import FakeTelegram
 from tests.for_you_setup import FOR_YOU_COUNT, is_for_you, seed_for_you, suggested
-from tests.test_crash_delivery import start_bot, write_env
+from tests.test_crash_delivery import seed_on_failure, start_bot, write_env
 
 CHATS = int(os.environ.get("CRASH_FOR_YOU_CHATS", "40"))
 RUNS = int(os.environ.get("CRASH_FOR_YOU_RUNS", "2"))
@@ -71,16 +69,6 @@ def for_you_counts(tg: FakeTelegram) -> dict[int, int]:
 def rows_by_status(database: Path) -> dict[str, int]:
     with sqlite3.connect(database) as db:
         return dict(db.execute("SELECT status, COUNT(*) FROM foryou_outbox GROUP BY status"))
-
-
-@contextlib.contextmanager
-def seed_on_failure(seed: int, run: int) -> Iterator[None]:
-    """Every failure says the seed that repeats it."""
-    try:
-        yield
-    except Exception as exc:
-        raise AssertionError(f"{exc}\n(run {run}; repeat with CRASH_FOR_YOU_SEED={seed})"
-                             ) from exc
 
 
 async def seed_database(database: Path) -> None:
@@ -154,7 +142,7 @@ def test_killed_in_a_for_you_round_every_chat_gets_its_message_once_within_the_w
     for run in range(RUNS):
         folder = tmp_path / f"run{run}"
         folder.mkdir()
-        with seed_on_failure(seed, run):
+        with seed_on_failure("CRASH_FOR_YOU_SEED", seed, run):
             results.append(crash_and_restart(folder, fake_arxiv, rng))
     print(f"\n{RUNS} runs of a For-you round to {CHATS} chats, window {WINDOW}, round trip "
           f"{ROUND_TRIP * 1000:.0f} ms, seed {seed}: every chat got its message; killed after "

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bot.core.clock import SystemClock
 from bot.services.budget import BudgetPolicy
-from tests.conftest import make_settings, start_bot, stop_bot
+from tests.conftest import Harness, make_settings, start_bot, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import FakeTelegram
 from tests.fakes.traffic import Plan, answered, drive, figures, quiet_papers
@@ -25,12 +25,16 @@ async def test_a_noisy_chat_gets_five_replies_while_every_other_chat_is_answered
     fake_arxiv.set_api_papers(quiet_papers(plan))
     settings = make_settings(tmp_path, fake_telegram, fake_arxiv,
                              ARXIV_MIN_INTERVAL_SECONDS=str(GAP))
-    app = await start_bot(settings, SystemClock(), budget=BudgetPolicy())
+    clock = SystemClock()
+    app = await start_bot(settings, clock, budget=BudgetPolicy())
     try:
         sent = await asyncio.to_thread(drive, fake_telegram, plan)
         await fake_telegram.wait_for(lambda: answered(fake_telegram, sent, plan), timeout=30,
                                      what="every quiet chat's answers")
-        await asyncio.sleep(GAP)  # room for anything more the noisy chat might get
+        # Counted once nothing more can come: every update handled, no look-up left.
+        await Harness(fake_telegram, fake_arxiv, app, clock, settings).settle()
+        await fake_telegram.wait_for(lambda: app.bot_data["services"].lookups.waiting() == 0,
+                                     what="every look-up answered")
         result = figures(fake_telegram, fake_arxiv, sent, plan)
     finally:
         await stop_bot(app)

@@ -4,7 +4,6 @@ its progress."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -63,11 +62,17 @@ async def test_a_second_chats_paper_is_served_before_the_noisy_chats_tenth(
         gapped: Harness) -> None:
     harness = gapped
     harness.arxiv.set_api_papers([make_paper(n) for n in range(1, 40)])
-    harness.arxiv.delay_next(2, path="/api")  # the noisy chat's first look-up is slow
+    release = harness.arxiv.hold_next(path="/api")  # the noisy chat's first look-up is slow
     for n in range(1, 11):
         harness.tg.send_command(NOISY, f"/paper 2611.{10000 + n}")
-    await asyncio.sleep(0.5)
+    await harness.tg.wait_for(lambda: harness.arxiv.held == 1,
+                              what="the noisy chat's first look-up to reach arXiv")
     harness.tg.send_command(ALICE, "/paper 2611.10030")
+    # One chat's commands run one after another: the noisy chat has one look-up out, Alice
+    # one queued behind it.
+    await harness.tg.wait_for(lambda: harness.services.lookups.waiting() == 2,
+                              what="Alice's look-up to wait behind the noisy chat's")
+    release.set()
     card = await harness.tg.wait_for_message(ALICE, "part 30", timeout=15)
     assert "⭐ Save" in card.button_texts
     requests = api_requests(harness)

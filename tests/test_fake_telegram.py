@@ -425,24 +425,27 @@ async def test_long_poll_returns_as_soon_as_an_update_arrives(
     bot: Bot,
     fake_telegram: FakeTelegram,  # noqa: F811
 ) -> None:
-    poll = asyncio.create_task(bot.get_updates(timeout=8, read_timeout=12))
-    await fake_telegram.wait_for(lambda: fake_telegram.waiting_polls, timeout=5, what="a poll")
+    # The longest poll the fake allows: one that waited it out would take 50 s, far past the
+    # 40 s this test gives an answer (a hang guard, not a measure: it comes in milliseconds).
+    poll = asyncio.create_task(bot.get_updates(timeout=50, read_timeout=60))
+    await fake_telegram.wait_for(lambda: fake_telegram.waiting_polls, timeout=30, what="a poll")
 
     fake_telegram.send_text(CHAT, "hi")
 
-    [update] = await asyncio.wait_for(poll, timeout=5)
+    [update] = await asyncio.wait_for(poll, timeout=40)
     assert update.message is not None and update.message.text == "hi"
 
 
 async def test_stop_releases_a_pending_long_poll() -> None:
     tg = FakeTelegram().start()
     async with Bot(tg.token, base_url=tg.base_url) as client:
-        poll = asyncio.create_task(client.get_updates(timeout=30, read_timeout=40))
-        await tg.wait_for(lambda: tg.waiting_polls, timeout=5, what="a poll")
+        # Released by the stop, not by its 50 s running out (40 s is a hang guard).
+        poll = asyncio.create_task(client.get_updates(timeout=50, read_timeout=60))
+        await tg.wait_for(lambda: tg.waiting_polls, timeout=30, what="a poll")
 
         await asyncio.to_thread(tg.stop)
 
-        assert await asyncio.wait_for(poll, timeout=5) == ()
+        assert await asyncio.wait_for(poll, timeout=40) == ()
     assert tg.server_errors == []
 
 
@@ -451,13 +454,13 @@ async def test_a_second_poller_terminates_the_first(
     fake_telegram: FakeTelegram,  # noqa: F811
 ) -> None:
     first = asyncio.create_task(bot.get_updates(timeout=8, read_timeout=12))
-    await fake_telegram.wait_for(lambda: fake_telegram.waiting_polls, timeout=5, what="a poll")
+    await fake_telegram.wait_for(lambda: fake_telegram.waiting_polls, timeout=30, what="a poll")
 
     # A second instance of the bot, as when an old process is still running.
     async with Bot(fake_telegram.token, base_url=fake_telegram.base_url) as other:
         assert await other.get_updates(timeout=0) == ()
-    with pytest.raises(Conflict, match="only one bot instance"):
-        await asyncio.wait_for(first, timeout=5)
+    with pytest.raises(Conflict, match="only one bot instance"):  # not an empty answer at 8 s
+        await asyncio.wait_for(first, timeout=30)
 
 
 async def test_bot_removed_from_chat_is_reported_and_blocked(

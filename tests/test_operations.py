@@ -234,7 +234,10 @@ def test_sigterm_mid_drain_exits_0_in_time_and_marks_nothing_sent_that_telegram_
                                             fake_arxiv, tmp_path, LOG_LEVEL="INFO"))
     bots.append(bot)
     bot.wait_for_log("poll source=")  # the poll queued 15 alerts; the drain follows at once
-    time.sleep(1.0)
+    fake_telegram.wait_for_sync(
+        (lambda: fake_telegram.rate_limited_count > 0) if stall == "retry-after"
+        else (lambda: fake_telegram.delayed_requests > 0),
+        timeout=60, what="the drain to stall on Telegram")
     assert bot.process.poll() is None, bot.stderr
     assert bot.terminate_and_wait(timeout=STOP_TIMEOUT) == 0, bot.stderr
     accepted = len(fake_telegram.all_messages())
@@ -349,7 +352,8 @@ def test_sigterm_lets_sends_in_flight_be_recorded_so_none_repeats(
                                             fake_arxiv, tmp_path, LOG_LEVEL="INFO"))
     bots.append(bot)
     bot.wait_for_log("poll source=")
-    time.sleep(1.0)  # requests are in flight now
+    fake_telegram.wait_for_sync(lambda: fake_telegram.delayed_requests > 0, timeout=60,
+                                what="sends in flight, waiting on Telegram's answer")
     assert bot.terminate_and_wait(timeout=STOP_TIMEOUT) == 0, bot.stderr
     accepted = len(fake_telegram.all_messages())
     statuses = outbox_statuses(database)

@@ -1,11 +1,40 @@
-"""The lifecycle every HTTP fake shares: a threaded server on 127.0.0.1, started and stopped."""
+"""The lifecycle every HTTP fake shares: a threaded server on 127.0.0.1, started and stopped,
+and the record of the fakes' own errors.
+
+A bug inside a fake must fail the test that met it: answered as a 500 or a dropped connection it
+would look like an ordinary fault of the service, which the bot retries past. Every fake in the
+process records its handler errors here, and an autouse fixture (tests/conftest.py) fails the
+test on any.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import traceback
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
+
+# The client went away (a timeout, a cancelled long poll): nothing is wrong with the fake.
+CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+_handler_errors: list[str] = []
+_handler_errors_lock = threading.Lock()
+
+
+def record_handler_error(fake: str, trace: str) -> None:
+    """Remember an exception inside a fake's handler, for the test it happened in."""
+    with _handler_errors_lock:
+        _handler_errors.append(f"inside {fake}:\n{trace}")
+
+
+def take_handler_errors() -> list[str]:
+    """Every handler error recorded since the last call, and forget them."""
+    with _handler_errors_lock:
+        errors = list(_handler_errors)
+        _handler_errors.clear()
+    return errors
 
 
 class FakeHandler(BaseHTTPRequestHandler):
@@ -13,6 +42,22 @@ class FakeHandler(BaseHTTPRequestHandler):
     keeps its own request log)."""
 
     protocol_version = "HTTP/1.1"
+    fake_name = "a fake HTTP server"
+
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()
+        except CLIENT_GONE:
+            self.close_connection = True
+        except Exception:
+            record_handler_error(self.fake_name, traceback.format_exc())
+            self.close_connection = True
+            # The client may not have had its answer yet: a 500 ends its wait (and then the
+            # fixture fails the test).
+            with contextlib.suppress(OSError):
+                self.send_response(500)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
 
     def respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
         """Send one response; a 304 has no body. A client that gave up (a timeout test) is
@@ -45,7 +90,9 @@ class LoopbackServer:
                  host: str = "127.0.0.1", port: int = 0) -> None:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer((host, port), handler(self))
+        handler_class = handler(self)
+        handler_class.fake_name = self._thread_name
+        self._httpd = ThreadingHTTPServer((host, port), handler_class)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 

@@ -42,6 +42,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pytest
 
+from tests.fakes.loopback import record_handler_error
+
 T = TypeVar("T")
 
 DEFAULT_TOKEN = "123456789:TEST-fake-telegram-token"
@@ -770,6 +772,7 @@ class FakeTelegram:
         self._server_errors: list[str] = []
         self._active_requests = 0
         self._waiting_polls = 0
+        self._delayed_requests = 0
         self._webhook: dict[str, Any] = {}
         self._menu_buttons: dict[int | None, dict[str, Any]] = {}  # by chat (None: default)
 
@@ -1399,6 +1402,12 @@ class FakeTelegram:
             return updates
 
     @property
+    def delayed_requests(self) -> int:
+        """How many requests are waiting out a `delay_next` right now (arrived, unanswered)."""
+        with self._cond:
+            return self._delayed_requests
+
+    @property
     def waiting_polls(self) -> int:
         """How many getUpdates requests are blocked in long polling right now."""
         with self._cond:
@@ -1593,7 +1602,13 @@ class FakeTelegram:
             delay[2] -= 1
             if delay[2] <= 0:
                 self._delays.remove(delay)
-        self._stopping.wait(delay[1])
+            self._delayed_requests += 1
+            self._cond.notify_all()
+        try:
+            self._stopping.wait(delay[1])
+        finally:
+            with self._cond:
+                self._delayed_requests -= 1
 
     def _retry_after(self, chat_id: int) -> int | None:
         now = self._clock()
@@ -1629,6 +1644,7 @@ class FakeTelegram:
     def _record_server_error(self, error: str) -> None:
         with self._cond:
             self._server_errors.append(error)
+        record_handler_error("fake-telegram", error)
 
     # ------------------------------------------------------------------ Bot API methods
     # Each runs with the lock held, takes (params, files) and returns the "result".
