@@ -87,3 +87,18 @@ def test_a_silenced_chat_is_remembered_until_its_strikes_expire() -> None:
     decisions = [budget.charge(CHAT, None, 1, budget.SWEEP_INTERVAL + 1) for _ in range(5)]
     [refusal] = [d for d in decisions if d.notify]
     assert refusal.retry_after == 40, "the second window is twice the first"
+
+
+def test_within_a_window_the_chat_is_reminded_once_how_long_is_left() -> None:
+    budget = CommandBudget()
+    decisions = [budget.charge(CHAT, None, 1, 1000.0) for _ in range(5)]
+    assert [d.notify for d in decisions] == [False] * 4 + [True]
+    reminder = budget.charge(CHAT, None, 1, 1012.0)
+    assert not reminder.allowed and reminder.remind and not reminder.notify
+    assert reminder.retry_after == 8
+    later = [budget.charge(CHAT, None, 1, 1013.0 + i) for i in range(5)]
+    assert not any(d.allowed or d.notify or d.remind for d in later), "once a window"
+    # The next window has a reminder of its own.
+    again = [budget.charge(CHAT, None, 1, 1021.0) for _ in range(6)]
+    assert [(d.allowed, d.notify, d.remind) for d in again] == [(True, False, False)] * 4 + [
+        (False, True, False), (False, False, True)]

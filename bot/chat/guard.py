@@ -26,10 +26,11 @@ class BudgetGate:
     admission), before it waits for its chat's turn: a chat whose earlier command still runs
     is charged for the flood it sends meanwhile at the time it sends it.
 
-    Over budget, the chat is told once when to try again and then hears nothing; no handler
-    runs, not even the one that records the chat, so spam costs neither a database write nor
-    an outgoing message. A refused button press is still answered (silently within the
-    window), since Telegram expects every press answered.
+    Over budget, the chat is told once when to try again, reminded once within the window how
+    long is left, and otherwise hears nothing; no handler runs, not even the one that records
+    the chat, so spam costs neither a database write nor more than two outgoing messages a
+    window. A refused button press is always answered, and the answer says it is limited
+    (an answer is a pop-up on the presser's screen, not a message in the chat).
     """
 
     def __init__(self, application: Application) -> None:
@@ -58,13 +59,15 @@ class BudgetGate:
 
     async def _refuse(self, update: Update, services: Services, decision: Decision) -> None:
         query = update.callback_query
-        if not decision.notify:
-            if query is not None:
-                await query.answer()
+        if not (decision.notify or decision.remind or query is not None):
             return
         lang = await self._language(update, services)
-        text = t(lang, "⏳ That is more than I can answer at once. Please try again in "
-                       "{seconds} s.", seconds=math.ceil(decision.retry_after))
+        seconds = math.ceil(decision.retry_after)
+        if decision.notify:
+            text = t(lang, "⏳ That is more than I can answer at once. Please try again in "
+                           "{seconds} s.", seconds=seconds)
+        else:
+            text = t(lang, "⏳ Still limited: {seconds} s left.", seconds=seconds)
         if query is not None:
             await query.answer(text)
         elif (message := update.effective_message) is not None:

@@ -3,7 +3,9 @@
 Every command, button press and private message costs tokens from two buckets: a small fast
 one that only a script outruns (a person types or taps a few commands a second at most), and a
 larger slow one that costly commands drain faster. Over budget, the chat is told once to slow
-down, then gets silence for a window, so spam cannot buy outgoing messages.
+down, then, within the window, once more briefly how long is left (a person who writes again
+would otherwise take silence for a dead bot), and then nothing, so spam cannot buy outgoing
+messages.
 
 Hand-written rather than a library: the buckets run on the bot's clock (tests move it), charge
 two buckets at once, and end in a silence window, which rate-limit packages do not offer.
@@ -80,6 +82,7 @@ class Decision:
 
     allowed: bool
     notify: bool = False  # the first refusal of a window: tell the chat when to try again
+    remind: bool = False  # the first refusal after that in the window: say briefly how long
     retry_after: float = 0.0  # seconds until the chat is heard again
 
 
@@ -95,6 +98,7 @@ class _Bucket:
     updated: float
     silent_until: float = float("-inf")
     strikes: int = 0
+    reminded: bool = False  # the window's one reminder has been given
 
     def refill(self, now: float) -> None:
         # max(0, …): the wall clock may step back; a bucket never refills backwards.
@@ -139,15 +143,16 @@ class CommandBudget:
 
         Allowed only if every bucket involved affords it; then all are charged. A refused
         charge starts a silence window on the buckets that ran dry; within a window nothing is
-        charged and the chat is not told again.
+        charged, and the chat is reminded once how long is left.
         """
         self._sweep(now)
         buckets = [self._bucket((chat_id, None), now, group=user_id is not None)]
         if user_id is not None:
             buckets.append(self._bucket((chat_id, user_id), now, group=False))
-        silent_until = max(bucket.silent_until for bucket in buckets)
-        if now < silent_until:
-            return Decision(allowed=False, retry_after=silent_until - now)
+        silent = max(buckets, key=lambda bucket: bucket.silent_until)
+        if now < silent.silent_until:
+            remind, silent.reminded = not silent.reminded, True
+            return Decision(allowed=False, remind=remind, retry_after=silent.silent_until - now)
         for bucket in buckets:
             bucket.refill(now)
         dry = [bucket for bucket in buckets if not bucket.affords(cost)]
@@ -163,6 +168,7 @@ class CommandBudget:
             escalated = self.policy.silence * 2 ** min(bucket.strikes, 16)
             length = min(max(escalated, bucket.time_to_afford(cost)), self.policy.max_silence)
             bucket.silent_until = now + length
+            bucket.reminded = False
             bucket.strikes += 1
             window = max(window, length)
         return Decision(allowed=False, notify=True, retry_after=window)
