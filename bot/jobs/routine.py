@@ -40,6 +40,12 @@ def tracked(services: Services, job: Job) -> JobCallback:
         except asyncio.CancelledError:
             # Only a stop cancels jobs; the scheduler would log it as a crash.
             log.info("%s abandoned: the bot is stopping", job.__name__)
+        else:
+            # A failure goes on to the application's error handlers, which log it by the
+            # job's name (bot/chat/handlers/basic.py) or stop the bot (bot/runtime.py).
+            name = getattr(getattr(context, "job", None), "name", None)
+            if name is not None and services.run.failing_jobs.pop(name, None) is not None:
+                log.info("job %s runs again", name)
         finally:
             work.discard(task)  # type: ignore[arg-type]
 

@@ -3,18 +3,23 @@ chat's own local time."""
 
 from __future__ import annotations
 
+import logging
+
 from bot.core.models import ForYouPick, ForYouRound
 from bot.delivery.schedule import digest_due, for_you_time, local_time
 from bot.delivery.sender import Sender
 from bot.ranking.service import Ranker
 from bot.storage import Storage
 
+log = logging.getLogger(__name__)
+
 
 async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
     """Send every digest that is due at `now`; returns how many chats received one.
 
     A chat with nothing waiting at its hour gets no message (an empty digest is noise), and
-    its next digest counts from now.
+    its next digest counts from now. A digest cut short (Telegram failed a part; the rest was
+    not sent) is not marked: the next check sends what is left of it, not the next day's.
     """
     sent = 0
     for chat in await storage.chats.in_digest_mode():
@@ -22,9 +27,15 @@ async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
             continue
         last = chat.last_digest_at if chat.last_digest_at is not None else now
         if digest_due(now, last, chat.digest_time, chat.timezone):
+            owed = {row.id for row in await storage.outbox.pending_for_chat(chat.id, now)}
             report = await sender.send_daily_digest(chat.id)
-            await storage.chats.mark_digest_sent(chat.id, now)
             sent += report.digests > 0
+            left = owed & {row.id for row in await storage.outbox.pending_for_chat(chat.id)}
+            if left:
+                log.info("the digest to chat %s was cut short with %d alert(s) left; the next "
+                         "check sends them", chat.id, len(left))
+                continue
+            await storage.chats.mark_digest_sent(chat.id, now)
     return sent
 
 

@@ -15,3 +15,6 @@ class RunState:
     telegram_ok_at: float | None = None  # the last Bot API call Telegram answered (clock time)
     # Jobs running right now (polls, drains, digests), for a stop that must end in time.
     work: set[asyncio.Task[None]] = field(default_factory=set)
+    # Scheduled jobs whose last run failed, by name, with the failure: its repeats are logged
+    # in one line until the job runs clean again.
+    failing_jobs: dict[str, str] = field(default_factory=dict)

@@ -705,6 +705,7 @@ class _Failure:
     parameters: dict[str, Any] | None
     chat_id: int | str | None
     remaining: int
+    passing: int = 0  # calls that still go through first
 
 
 class FakeTelegram:
@@ -1267,8 +1268,10 @@ class FakeTelegram:
         migrate_to_chat_id: int | None = None,
         chat_id: int | str | None = None,
         times: int = 1,
+        after: int = 0,
     ) -> None:
-        """Make the next ``times`` calls of ``method`` (to ``chat_id``, if given) fail."""
+        """Make the next ``times`` calls of ``method`` (to ``chat_id``, if given) fail, once
+        ``after`` such calls have gone through (the third part of a digest: ``after=2``)."""
         parameters: dict[str, Any] | None = None
         if error_code == 429:
             retry_after = 3 if retry_after is None else retry_after
@@ -1289,7 +1292,7 @@ class FakeTelegram:
             }.get(error_code, "Error")
         with self._cond:
             self._failures.append(
-                _Failure(method, error_code, description, parameters, chat_id, times)
+                _Failure(method, error_code, description, parameters, chat_id, times, after)
             )
 
     def delay_next(self, method: str, seconds: float, *, times: int = 1) -> None:
@@ -1566,6 +1569,9 @@ class FakeTelegram:
         chat_id = params.get("chat_id")
         for failure in self._failures:
             if failure.method == method and failure.chat_id in (None, chat_id):
+                if failure.passing > 0:
+                    failure.passing -= 1
+                    continue
                 failure.remaining -= 1
                 if failure.remaining <= 0:
                     self._failures.remove(failure)

@@ -11,8 +11,10 @@ from bot.chat.handlers import imports, library
 from bot.chat.handlers.common import MAX_ARGUMENT_LENGTH, clean_argument, reply
 from bot.core.i18n import _, t
 from bot.core.models import ArxivId
+from bot.services.state import RunState
 
 log = logging.getLogger(__name__)
+job_log = logging.getLogger("bot.jobs")
 
 START_TEXT = _(
     "👋 <b>arXiv alerts, right here in the chat.</b>\n"
@@ -66,7 +68,11 @@ async def plain_text(update: Update, context: BotContext) -> None:
 
 
 async def on_error(update: object, context: BotContext) -> None:
-    """Log the error with its update and keep running; tell the chat something went wrong."""
+    """Log the error with its update and keep running; tell the chat something went wrong.
+    A scheduled job's failure is logged as the job's (PTB hands both to this handler)."""
+    if context.job is not None:
+        job_failed(context.job.name or "unnamed", context.error, context.services.run)
+        return
     log.error("error while handling an update", exc_info=context.error)
     if isinstance(update, Update) and update.effective_message is not None:
         try:
@@ -75,3 +81,15 @@ async def on_error(update: object, context: BotContext) -> None:
             ))
         except Exception:  # the error handler must never raise
             log.warning("could not tell the chat about the error", exc_info=True)
+
+
+def job_failed(name: str, error: BaseException | None, run: RunState) -> None:
+    """One log entry for a failed job, by its name: with the traceback the first time, one
+    line while it fails the same way again (a full disk fails the drain every two seconds);
+    the job's next clean run says so (bot/jobs/routine.py)."""
+    reason = f"{type(error).__name__}: {error}"
+    if run.failing_jobs.get(name) == reason:
+        job_log.error("job %s failed again: %s", name, reason)
+    else:
+        job_log.error("job %s failed: %s", name, reason, exc_info=error)
+    run.failing_jobs[name] = reason
