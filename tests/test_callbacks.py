@@ -10,6 +10,7 @@ from bot.core.models import ArxivId, Feedback
 from bot.delivery.callbacks import (
     MAX_BYTES,
     DigestMore,
+    Forget,
     Noop,
     Rate,
     RemoveSaved,
@@ -42,6 +43,8 @@ OLD_ID_V12 = ArxivId("math.AG/0601001", 12)
         (Noop(), "v1:n"),
         (DigestMore(40), "v1:m:40"),
         (DigestMore(140, message_id=512), "v1:m:140:512"),
+        (Forget(confirm=True), "v1:x:1"),
+        (Forget(confirm=False), "v1:x:0"),
     ],
 )
 def test_wire_format(action: object, data: str) -> None:
@@ -172,6 +175,7 @@ actions = st.one_of(
     st.builds(DigestMore, st.integers(0, 2**63 - 1), st.none() | st.integers(1, 2**63 - 1)),
     st.builds(Rate, base_only_ids, st.sampled_from(Feedback), st.booleans()),
     st.builds(ShowSimilar, base_only_ids),
+    st.builds(Forget, st.booleans()),
     st.just(Noop()),
 )
 

@@ -22,6 +22,7 @@ from bot.chat.handlers import (
     imports,
     library,
     overview,
+    privacy,
     subscriptions,
     trending,
 )
@@ -309,6 +310,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("stats", overview.stats, _("What arXiv announced lately"),
             HelpLine(OVERVIEW, 1, _("/stats — what arXiv announced lately and what reached "
                                     "you"))),
+    # Not in /help (at its 1,500 characters): the menu and the README's privacy section say it.
+    Command("forget", privacy.forget, _("Erase everything the bot keeps about this chat"),
+            None),
     Command("help", help_command, _("How to write queries; all commands"), None),  # it is /help
     Command("start", basic.start, _("Introduction"), None),  # /help is what /start leads to
     Command("status", overview.status, None,

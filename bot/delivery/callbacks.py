@@ -14,6 +14,7 @@ Wire format: `v1:<kind>:<fields…>`, fields separated by `:`.
 | `n` | `v1:n` | a label-only button (e.g. the page counter); does nothing |
 | `m` | `v1:m:30`, `v1:m:30:512`| a capped digest's rest after 30 entries of this message (or 512) |
 | `g` | `v1:g:2611.11450v2` | write (or show the cached) AI reading guide of that version |
+| `x` | `v1:x:1`, `v1:x:0` | `/forget`: erase the chat's data (`1`), or keep it (`0`) |
 
 Button data can be forged by any client, so every field is validated and anything unexpected
 decodes to None; ownership (a subscription row belonging to the pressing chat) is the handler's
@@ -180,12 +181,23 @@ _LABELS_BY_CODE = {code: label for label, code in _LABEL_CODES.items()}
 
 
 @dataclass(frozen=True, slots=True)
+class Forget:
+    """`/forget`'s buttons: erase everything the bot keeps about the chat, or keep it."""
+
+    confirm: bool
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.confirm, bool):
+            raise ValueError(f"confirm must be a bool, got {self.confirm!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class Noop:
     """A button that only shows a label, such as the page counter."""
 
 
 Action = (ToggleSave | ToggleAbstract | Unfollow | SavedPage | RemoveSaved | DigestMore
-          | ShowGuide | Rate | ShowSimilar | Noop)
+          | ShowGuide | Rate | ShowSimilar | Forget | Noop)
 
 
 def encode(action: Action) -> str:
@@ -213,6 +225,8 @@ def encode(action: Action) -> str:
             fields = ["f", str(paper), _LABEL_CODES[label], "1" if give else "0"]
         case ShowSimilar(paper=paper):
             fields = ["i", str(paper)]
+        case Forget(confirm=confirm):
+            fields = ["x", "1" if confirm else "0"]
         case Noop():
             fields = ["n"]
         case _:
@@ -267,6 +281,8 @@ def _decode_fields(kind: str, fields: list[str]) -> Action | None:
             return _with_id(paper, lambda p: Rate(p, _LABELS_BY_CODE[code], flag == "1"))
         case "i", [paper]:
             return _with_id(paper, lambda p: ShowSimilar(p))
+        case "x", [("0" | "1") as flag]:
+            return Forget(flag == "1")
         case "n", []:
             return Noop()
     return None

@@ -84,11 +84,13 @@ async def for_you_job(services: Services, context: CallbackContext) -> None:
 
 async def prune_job(services: Services, context: CallbackContext) -> None:
     """Daily upkeep: check every page of the database (a damaged one stops the bot, see
-    bot/runtime.py), forget old delivered alerts and old papers nobody keeps; let the garbage
-    collector see a large index once (it frees what polls' freezes kept from it)."""
+    bot/runtime.py), forget chats that left the bot half a year ago, old delivered alerts and
+    old papers nobody keeps; let the garbage collector see a large index once (it frees what
+    polls' freezes kept from it)."""
     started = time.monotonic()
     await check_integrity(services.storage, services.clock.now())
     log.info("database integrity ok (quick_check in %.1f s)", time.monotonic() - started)
+    await upkeep.forget_departed(services.storage, services.subscriptions, services.clock.now())
     await upkeep.prune(services.storage, services.clock.now())
     services.subscriptions.refreeze()
 

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from bot.core.clock import Clock
 from bot.core.models import GENERAL, Chat, GroupMember
 from bot.library import groups as group_library
+from bot.query.service import SubscriptionService
 from bot.ranking.service import Ranker, RankerStatus
+from bot.services import upkeep
 from bot.storage import Storage
 
 # A group's Mini App pages open with this start parameter: "g" and its id without the minus
@@ -42,10 +44,12 @@ class ForYou:
 class ChatSettings:
     """Every write to a chat's record and settings goes through here."""
 
-    def __init__(self, storage: Storage, ranker: Ranker, clock: Clock) -> None:
+    def __init__(self, storage: Storage, ranker: Ranker, clock: Clock,
+                 subscriptions: SubscriptionService) -> None:
         self._storage = storage
         self._ranker = ranker
         self._clock = clock
+        self._subscriptions = subscriptions
 
     async def get(self, chat_id: int) -> Chat | None:
         return await self._storage.chats.get(chat_id)
@@ -65,6 +69,10 @@ class ChatSettings:
         await self._storage.chats.mark_inactive(chat_id, "the bot was blocked or removed",
                                                 self._clock.now())
         return await self._storage.chats.get(chat_id)
+
+    async def forget(self, chat_id: int) -> None:
+        """Erase everything the bot keeps about the chat (`/forget`, confirmed)."""
+        await upkeep.forget_chat(self._storage, self._subscriptions, chat_id)
 
     async def pause(self, chat_id: int) -> None:
         """Alerts stop; matches keep being collected."""

@@ -1,10 +1,12 @@
-"""Daily upkeep of the database: what is kept how long, and the engine's own care."""
+"""Daily upkeep of the database: what is kept how long, what is forgotten, and the engine's
+own care."""
 
 from __future__ import annotations
 
 import logging
 
 from bot.core.constants import DAY
+from bot.query.service import SubscriptionService
 from bot.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -14,6 +16,8 @@ PAPER_RETENTION_DAYS = 90  # far beyond /stats' 7 days and /follow's 7-day previ
 # Where each paper's first alert went, for threading its revisions: they often come months
 # after v1, so a year (one small row per paper a chat was alerted to on its own).
 THREAD_RETENTION_DAYS = 365
+# A chat that blocked or removed the bot and has not come back is forgotten after this long.
+DEPARTED_RETENTION_DAYS = 180
 
 
 async def prune(storage: Storage, now: float) -> tuple[int, int]:
@@ -37,3 +41,23 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
         log.info("vacuum freed %.1f MB of %.1f MB (%.0f %%)", (before - after) / 1e6,
                  before / 1e6, 100 * (before - after) / before)
     return alerts, papers
+
+
+async def forget_chat(storage: Storage, subscriptions: SubscriptionService, chat_id: int) -> None:
+    """Erase everything the bot keeps about a chat. Its subscriptions leave the matcher first,
+    so no poll queues it anything again (one already storing finds no chat to queue for)."""
+    await subscriptions.unfollow_all(chat_id)
+    await storage.chats.forget(chat_id)
+
+
+async def forget_departed(storage: Storage, subscriptions: SubscriptionService,
+                          now: float) -> int:
+    """Forget the chats that blocked or removed the bot over DEPARTED_RETENTION_DAYS ago;
+    returns how many."""
+    departed = await storage.chats.departed_before(now - DEPARTED_RETENTION_DAYS * DAY)
+    for chat_id in departed:
+        await forget_chat(storage, subscriptions, chat_id)
+    if departed:
+        log.info("forgot %d chat(s) that left the bot over %d days ago", len(departed),
+                 DEPARTED_RETENTION_DAYS)
+    return len(departed)

@@ -275,6 +275,14 @@ class ChatRepository(Protocol):
     async def migrate_id(self, old_id: int, new_id: int) -> None:
         """A group became a supergroup: move the chat and everything it owns to the new id."""
 
+    async def forget(self, chat_id: int) -> None:
+        """Erase every row that names the chat (its record, settings, subscriptions, topics,
+        library, labels, model, For you, guide calls, outbox and thread rows), in one
+        transaction."""
+
+    async def departed_before(self, cutoff: float) -> list[int]:
+        """Chats that blocked or removed the bot before `cutoff` and have not written since."""
+
     async def counts(self) -> dict[str, int]:
         ...
 

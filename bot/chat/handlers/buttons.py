@@ -7,7 +7,7 @@ import logging
 from telegram import InlineKeyboardMarkup, Message, Update
 
 from bot.chat.context import BotContext
-from bot.chat.handlers import guides, library, subscriptions
+from bot.chat.handlers import guides, library, privacy, subscriptions
 from bot.chat.handlers.common import admin_check, edit_quietly, group_member, reply
 from bot.core.i18n import t
 from bot.core.models import Feedback, Paper
@@ -46,6 +46,8 @@ async def on_button(update: Update, context: BotContext) -> None:
         case callbacks.ShowSimilar():
             await query.answer()
             await library.show_similar(update, context, action.paper.base)
+        case callbacks.Forget():
+            await privacy.on_forget_button(update, context, action)
         case callbacks.Noop():
             # Always answer, even with nothing to say, or the client shows a spinner.
             await query.answer()

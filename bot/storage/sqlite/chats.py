@@ -15,6 +15,10 @@ LAST_SEEN_RESOLUTION = 600.0  # seconds: `last_seen_at` is refreshed at most thi
 # The tables a chat owns rows in, each with the rest of its unique key beside chat_id.
 _KEYS_BESIDE_CHAT = {"subscriptions": ("query",), "saved": ("arxiv_id",),
                      "outbox": ("topic_id", "arxiv_id", "version"), "foryou_outbox": ("day",)}
+# Every table with a row per chat besides `chats` itself (keyed `chat_id`): what forgetting a
+# chat erases. A new table that names a chat belongs here (tests/test_e2e_forget.py checks).
+CHAT_TABLES = ("subscriptions", "topics", "saved", "feedback", "chat_models", "foryou",
+               "guide_calls", "alert_threads", *DELIVERY_TABLES)
 
 
 def _chat(row: sqlite3.Row) -> Chat:
@@ -176,6 +180,22 @@ class ChatRepository:
                 )
             # What clashed stays with the old row and goes with it (ON DELETE CASCADE).
             await conn.execute("DELETE FROM chats WHERE id = ?", (old_id,))
+
+    async def forget(self, chat_id: int) -> None:
+        """Erase every row that names the chat, in one transaction: its record and settings,
+        subscriptions and topics, library, 👍 / 👎, model, For you, guide calls, alerts queued
+        or sent and their threads."""
+        async with self._db.transaction() as conn:
+            for table in CHAT_TABLES:
+                await conn.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,))
+            await conn.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
+
+    async def departed_before(self, cutoff: float) -> list[int]:
+        """Chats that blocked or removed the bot before `cutoff` and have not written since."""
+        rows = await self._db.fetchall(
+            "SELECT id FROM chats WHERE inactive_since IS NOT NULL AND inactive_since < ? "
+            "ORDER BY id", (cutoff,))
+        return [row["id"] for row in rows]
 
     async def counts(self) -> dict[str, int]:
         row = await self._db.fetchone(
