@@ -72,6 +72,7 @@ from bot.arxiv.calendar import HOLIDAYS, ArxivCalendar
 from bot.arxiv.plan import build_feed_plan
 from bot.config import load_settings
 from bot.core.clock import ManualClock
+from bot.core.memory import ARENA_MAX, cap_malloc_arenas
 from bot.core.models import AnnounceType, ArxivId, Paper
 from bot.delivery.pacing import Pacer
 from bot.query.matcher import PaperFeatures, evaluate, evaluate_features
@@ -1017,6 +1018,9 @@ def report(soak: Soak, args: argparse.Namespace, checked: dict[str, Any],
           + f"; pruned {soak.pruned[0]:,} delivered alerts, {soak.pruned[1]:,} papers")
     rss = " ".join(f"{m[0]:.0f}" for m in soak.memory)
     print(f"RSS of the bot's process at the end of each day (MB): {rss}")
+    flat = memory_verdict(soak.memory, args.days)
+    if flat is not None:
+        print(flat[1])
     print("peak RSS so far (ru_maxrss) at the end of each day (MB): "
           + " ".join(f"{m[1]:.0f}" for m in soak.memory))
     traced = [(day + 1, m[2]) for day, m in enumerate(soak.memory) if m[2] is not None]
@@ -1043,8 +1047,28 @@ def report(soak: Soak, args: argparse.Namespace, checked: dict[str, Any],
     for item in checked["spot_disagreements"]:
         print(f"  spot-check disagreement: {item}")
     ok = not (checked["missed"] or checked["duplicates"] or checked["unexpected"]
-              or checked["spot_disagreements"] or checked["text_mismatches"])
+              or checked["spot_disagreements"] or checked["text_mismatches"]
+              or (flat is not None and not flat[0]))
     return 0 if ok else 1
+
+
+MEMORY_DAYS = (10, 30, 60, 90)
+MEMORY_BASE_DAY, MEMORY_FLAT_AFTER, MEMORY_TOLERANCE = 10, 60, 0.10
+
+
+def memory_verdict(memory: list[tuple[float, float, float | None]], days: int
+                   ) -> tuple[bool, str] | None:
+    """RSS at days 10, 30, 60 and 90, and whether every day after day 60 stays within 10 % of
+    day 10's (None for a run too short to say)."""
+    if days <= MEMORY_FLAT_AFTER:
+        return None
+    at = ", ".join(f"day {d} {memory[d - 1][0]:.0f} MB" for d in MEMORY_DAYS if d <= days)
+    base = memory[MEMORY_BASE_DAY - 1][0]
+    worst = max(m[0] for m in memory[MEMORY_FLAT_AFTER:days])
+    met = worst <= base * (1 + MEMORY_TOLERANCE)
+    return met, (f"memory: RSS {at}; after day {MEMORY_FLAT_AFTER} at most {worst:.0f} MB, "
+                 f"{100 * (worst / base - 1):+.1f} % of day {MEMORY_BASE_DAY}'s (aim within "
+                 f"{100 * MEMORY_TOLERANCE:.0f} %): {'met' if met else 'NOT met'}")
 
 
 def main() -> None:
@@ -1056,7 +1080,12 @@ def main() -> None:
                            help="skip tracemalloc on the first and last weekday's ingest")
     arguments.add_argument("--keep-db", action="store_true", help="keep the database folder")
     arguments.add_argument("--verbose", action="store_true", help="print a line per day")
+    arguments.add_argument("--no-arena-cap", dest="arena_cap", action="store_false",
+                           help="leave glibc's malloc arenas uncapped (the bot caps them)")
     args = arguments.parse_args()
+    # As `python -m bot` does at start (bot/core/memory.py), before any thread allocates.
+    capped = args.arena_cap and cap_malloc_arenas()
+    print(f"malloc arenas: {'capped at ' + str(ARENA_MAX) if capped else 'uncapped'}")
     if args.days < 1 or args.chats < len(NON_CS) + 10:
         arguments.error(f"need --days >= 1 and --chats >= {len(NON_CS) + 10}")
     sys.exit(asyncio.run(run(args)))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bot import __version__
 from bot.config import ConfigError, Settings, configure_logging, load_settings
+from bot.core.memory import cap_malloc_arenas
 from bot.core.redaction import install as install_redaction
 from bot.storage.errors import DatabaseError, DatabaseLocked
 
@@ -65,6 +66,7 @@ def _run(settings: Settings) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, load settings and run the chosen command."""
+    cap_malloc_arenas()  # before any thread allocates: see bot/core/memory.py
     args = _parser().parse_args(argv)
     try:
         settings = load_settings()
