@@ -19,6 +19,7 @@ from telegram.ext import (
     CommandHandler,
     ContextTypes,
     Defaults,
+    InlineQueryHandler,
     MessageHandler,
     MessageReactionHandler,
     TypeHandler,
@@ -29,7 +30,7 @@ from telegram.request import HTTPXRequest
 from bot.chat.commands import COMMANDS, menu
 from bot.chat.context import BotContext
 from bot.chat.guard import BudgetGate
-from bot.chat.handlers import basic, buttons, imports, reactions, topics
+from bot.chat.handlers import basic, buttons, imports, inline, reactions, topics
 from bot.chat.handlers.common import record_chat
 from bot.chat.update_processor import PerChatUpdateProcessor
 from bot.config import Settings
@@ -41,7 +42,8 @@ from bot.services.container import Services, Wiring, open_services
 from bot.services.state import RunState
 
 # The updates the handlers below take. Telegram leaves reactions out unless they are asked for.
-ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member", "message_reaction"]
+ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member", "message_reaction",
+                   "inline_query"]
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +153,7 @@ def build_application(
         application.add_handler(CommandHandler(command.name, command.answer))
     application.add_handler(CallbackQueryHandler(buttons.on_button))
     application.add_handler(MessageReactionHandler(reactions.on_reaction))
+    application.add_handler(InlineQueryHandler(inline.on_inline_query))
     # Last in the group: a command nobody above handled.
     application.add_handler(MessageHandler(filters.COMMAND, basic.unknown_command))
     # Plain text only in private chats: in a group people talk to each other, not to the bot.

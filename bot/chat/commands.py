@@ -314,7 +314,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("forget", privacy.forget, _("Erase everything the bot keeps about this chat"),
             None),
     Command("help", help_command, _("How to write queries; all commands"), None),  # it is /help
-    Command("start", basic.start, _("Introduction"), None),  # /help is what /start leads to
+    # /help is what /start leads to; its argument is a deep link's start parameter.
+    Command("start", basic.start, _("Introduction"), None, argument=Argument()),
     Command("status", overview.status, None,
             HelpLine(OVERVIEW, 2, _("/status — the bot's health (operators only)")),
             operators_only=True),

@@ -299,3 +299,21 @@ def _with_id(text: str, build: Callable[[ArxivId], Action]) -> Action | None:
     if parsed is None or str(parsed) != text:
         return None
     return build(parsed)
+
+
+# Deep links (t.me/<bot>?start=<payload>) allow only A-Z a-z 0-9 _ - in 64 characters: an id's
+# dot becomes "_" and an old-style id's slash "__" (neither is in any arXiv id).
+_START_PAPER = "paper_"
+
+
+def paper_start(arxiv_id: ArxivId) -> str:
+    """The start parameter of a link that opens `arxiv_id`'s card in the bot."""
+    return _START_PAPER + str(arxiv_id).replace("/", "__").replace(".", "_")
+
+
+def paper_of_start(payload: str) -> ArxivId | None:
+    """The paper a start parameter names (see `paper_start`), or None: any client may send
+    any start parameter."""
+    if not payload.startswith(_START_PAPER) or len(payload) > 64:
+        return None
+    return ArxivId.parse(payload.removeprefix(_START_PAPER).replace("__", "/").replace("_", "."))

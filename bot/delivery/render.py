@@ -28,6 +28,7 @@ from bot.delivery.callbacks import (
     ToggleSave,
     decode,
     encode,
+    paper_start,
 )
 from bot.delivery.diff import PaperDiff
 from bot.delivery.latex import clean_text, has_latex, latex_to_unicode
@@ -273,6 +274,20 @@ def render_paper_card(
     """The `/paper` card: an alert without badge or matched subscriptions, same buttons."""
     return render_alert(paper, kind="card", saved=saved, expanded=expanded, lang=lang,
                         pick=pick, guide=guide, feedback=feedback, saved_by=saved_by)
+
+
+def render_shared_card(paper: Paper, *, bot_username: str, lang: str = "en"
+                       ) -> RenderedMessage:
+    """The card a user sends into another chat from inline mode: the paper as a card shows it,
+    with links only (the chat it lands in has no library here to save into: ⭐ opens the paper
+    in the bot, whose card has Save)."""
+    card = render_alert(paper, kind="card", lang=lang)
+    return RenderedMessage(card.text, InlineKeyboardMarkup([[
+        InlineKeyboardButton(t(lang, "⭐ Save"),
+                             url=f"https://t.me/{bot_username}?start={paper_start(ArxivId(paper.arxiv_id))}"),
+        InlineKeyboardButton(t(lang, "🌐 arXiv"), url=paper.abs_url),
+        InlineKeyboardButton(t(lang, "📥 PDF"), url=paper.pdf_url),
+    ]]))
 
 
 def _alert_html(

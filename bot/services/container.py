@@ -31,6 +31,7 @@ from bot.ranking.service import Ranker
 from bot.services.budget import BudgetPolicy, CommandBudget
 from bot.services.chats import ChatSettings
 from bot.services.ingest import Pipeline
+from bot.services.inline import InlineSearch
 from bot.services.library import Library
 from bot.services.overview import Overview
 from bot.services.papers import Papers
@@ -94,6 +95,7 @@ class Services:
     papers: Papers
     topics: ForumTopics
     previews: Previews
+    inline: InlineSearch
     guides: GuideService | None = None  # when features.guides
     community: CommunityPicks | None = None  # when features.trending
     trending: Trending | None = None  # when features.trending
@@ -154,16 +156,18 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
                         guides=features.guides, relevance=ranker.chat_scores,
                         held_since=lambda: pipeline.storing_since)
         run = run or RunState(started_at=clock.now())
+        budget = CommandBudget(wiring.budget)
         yield Services(
             settings=settings, clock=clock, storage=storage, subscriptions=subscriptions,
             arxiv=arxiv, lookups=lookups, importer=LibraryImporter(storage, lookups),
             ranker=ranker, pipeline=pipeline, sender=sender, pacer=wiring.pacer,
-            budget=CommandBudget(wiring.budget), progress=wiring.progress, features=features,
+            budget=budget, progress=wiring.progress, features=features,
             run=run, overview=Overview(settings, storage, subscriptions, ranker, clock, run),
             chats=ChatSettings(storage, ranker, clock, subscriptions),
             library=Library(storage, clock),
             papers=Papers(storage, lookups, ranker, clock, guide=features.guides),
-            topics=ForumTopics(storage), previews=Previews(storage, clock), guides=guides,
+            topics=ForumTopics(storage), previews=Previews(storage, clock),
+            inline=InlineSearch(storage, lookups, budget, clock), guides=guides,
             community=community,
             trending=None if community is None else Trending(community, subscriptions, storage),
         )

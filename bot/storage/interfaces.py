@@ -497,6 +497,11 @@ class PaperRepository(Protocol):
         """Latest versions of papers stored or changed since `since`, at most `limit` of them,
         newest first (for /follow previews)."""
 
+    async def search(self, words: Sequence[str], since: float, limit: int) -> list[Paper]:
+        """Papers first stored since `since` whose title, authors or abstract hold every one
+        of `words` (the last one as a prefix: it may still be being typed), best first; from
+        the engine's full-text index."""
+
     async def ingest_counts(self, since: float, ai_categories: Sequence[str]) -> dict[str, int]:
         """Versions stored since `since`: new papers, revisions, and the AI-related among them."""
 

@@ -110,6 +110,7 @@ _JSON_FIELDS = frozenset(
         "caption_entities",
         "allowed_updates",
         "commands",
+        "results",
         "scope",
         "link_preview_options",
         "reply_parameters",
@@ -223,6 +224,16 @@ class CallbackAnswer:
     show_alert: bool
     url: str | None
     cache_time: int | None
+
+
+@dataclass
+class InlineAnswer:
+    """An answerInlineQuery the bot made."""
+
+    inline_query_id: str
+    results: list[dict[str, Any]]
+    cache_time: int | None
+    is_personal: bool
 
 
 @dataclass
@@ -756,6 +767,8 @@ class FakeTelegram:
         self._downloads: list[str] = []
         self._callback_queries: set[str] = set()
         self._callback_answers: list[CallbackAnswer] = []
+        self._inline_queries: set[str] = set()
+        self._inline_answers: dict[str, InlineAnswer] = {}
         self._commands: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._descriptions: dict[tuple[str, str], str] = {}
         self._admins: dict[int, set[int]] = {}
@@ -794,6 +807,7 @@ class FakeTelegram:
             "editMessageReplyMarkup": self._edit_message_reply_markup,
             "deleteMessage": self._delete_message,
             "answerCallbackQuery": self._answer_callback_query,
+            "answerInlineQuery": self._answer_inline_query,
             "sendDocument": self._send_document,
             "getFile": self._get_file,
             "setMyCommands": self._set_my_commands,
@@ -1096,6 +1110,41 @@ class FakeTelegram:
                 "chat_instance": str(chat_id), "data": data,
             }})
             return query_id
+
+    def inline_query(self, user_id: int, text: str, *, first_name: str = "Ada",
+                     language_code: str | None = "en") -> str:
+        """A user types `@bot text` in some chat; returns the inline query's id."""
+        with self._cond:
+            user = self._remember_user(user_id, first_name, None, language_code)
+            query_id = str(self.bot_id * 1000 + next(self._ids))
+            self._inline_queries.add(query_id)
+            self.add_update({"inline_query": {
+                "id": query_id, "from": user, "query": text, "offset": "",
+                "chat_type": "supergroup",
+            }})
+            return query_id
+
+    def inline_answer(self, query_id: str) -> InlineAnswer | None:
+        with self._cond:
+            return self._inline_answers.get(query_id)
+
+    def send_inline_result(self, chat_id: int, query_id: str, result_id: str) -> SentMessage:
+        """The user picks a result of the bot's answer: its message is posted in the chat
+        ("via @bot"), as the result made it; returns that message."""
+        with self._cond:
+            answer = self._inline_answers[query_id]
+            result = next(r for r in answer.results if r["id"] == result_id)
+            content = result["input_message_content"]
+            params = {"text": content["message_text"], "parse_mode": content.get("parse_mode"),
+                      "reply_markup": result.get("reply_markup")}
+            text, entities = self._parse_text(params, "text", MAX_MESSAGE_LENGTH)
+            self._remember_chat(chat_id, None, "Ada", None, None)
+            message = SentMessage(
+                chat_id=chat_id, message_id=self._new_message_id(chat_id), text=text,
+                sent_text=params["text"], parse_mode=params["parse_mode"], entities=entities,
+                reply_markup=self._reply_markup(params), date=int(time.time()), params=params)
+            self._messages.setdefault(chat_id, {})[message.message_id] = message
+            return message
 
     def react(
         self,
@@ -1808,6 +1857,33 @@ class FakeTelegram:
                 cache_time=params.get("cache_time"),
             )
         )
+        return True
+
+    def _answer_inline_query(self, params: dict[str, Any], files: dict[str, _Upload]) -> bool:
+        query_id = str(params.get("inline_query_id") or "")
+        if query_id not in self._inline_queries:
+            raise _bad_request("query is too old and response timeout expired or query ID is "
+                               "invalid")
+        results = params.get("results")
+        if not isinstance(results, list) or len(results) > 50:
+            raise _bad_request("RESULTS_TOO_MUCH")
+        seen: set[str] = set()
+        for result in results:
+            result_id = str(result.get("id") or "")
+            if not result_id or len(result_id.encode()) > 64 or result_id in seen:
+                raise _bad_request("RESULT_ID_INVALID" if result_id not in seen
+                                   else "RESULT_ID_DUPLICATE")
+            seen.add(result_id)
+            if result.get("type") != "article" or not result.get("title"):
+                raise _bad_request("RESULT_TYPE_INVALID")
+            content = result.get("input_message_content") or {}
+            self._parse_text({"text": content.get("message_text"),
+                              "parse_mode": content.get("parse_mode")}, "text",
+                             MAX_MESSAGE_LENGTH)
+            self._reply_markup(result)
+        self._inline_queries.discard(query_id)
+        self._inline_answers[query_id] = InlineAnswer(
+            query_id, results, params.get("cache_time"), bool(params.get("is_personal")))
         return True
 
     def _send_document(self, params: dict[str, Any], files: dict[str, _Upload]) -> dict[str, Any]:

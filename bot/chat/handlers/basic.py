@@ -11,6 +11,7 @@ from bot.chat.handlers import imports, library
 from bot.chat.handlers.common import MAX_ARGUMENT_LENGTH, clean_argument, reply
 from bot.core.i18n import _, t
 from bot.core.models import ArxivId
+from bot.delivery.callbacks import paper_of_start
 from bot.services.state import RunState
 
 log = logging.getLogger(__name__)
@@ -30,8 +31,12 @@ START_TEXT = _(
 )
 
 
-async def start(update: Update, context: BotContext) -> None:
-    """Greet and show example /follow commands."""
+async def start(update: Update, context: BotContext, argument: str) -> None:
+    """Greet and show example /follow commands; a link from a shared card (`?start=paper_…`)
+    opens that paper's card instead, with its Save button."""
+    if (arxiv_id := paper_of_start(argument)) is not None:
+        await library.show_paper(update, context, arxiv_id)
+        return
     await reply(update, context, t(context.lang, START_TEXT))
 
 

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bot.core.models import Alert, ForYouRow, GroupMember, OutboxRow
+from bot.core.models import Alert, ForYouRow, GroupMember, OutboxRow, Paper
 from bot.storage.postgres.db import Connection
 from bot.storage.sqlite.chats import ChatRepository, ChatsInTransaction
 from bot.storage.sqlite.community import CommunityRepository
@@ -25,8 +25,8 @@ from bot.storage.sqlite.heartbeats import HeartbeatRepository
 from bot.storage.sqlite.outbox import DeliveryQueue, _outbox_rows
 from bot.storage.sqlite.outbox import OutboxInTransaction as SqliteOutboxInTransaction
 from bot.storage.sqlite.outbox import OutboxRepository as SqliteOutbox
+from bot.storage.sqlite.papers import RANKED_MATCHES, PapersInTransaction, paper_from_row
 from bot.storage.sqlite.papers import PaperRepository as SqlitePapers
-from bot.storage.sqlite.papers import PapersInTransaction
 from bot.storage.sqlite.rankings import RankingRepository
 from bot.storage.sqlite.saved import SavedInTransaction
 from bot.storage.sqlite.saved import SavedRepository as SqliteSaved
@@ -113,6 +113,28 @@ class OutboxInTransaction(SqliteOutboxInTransaction):
 
 
 class PaperRepository(SqlitePapers):
+    async def search(self, words: Sequence[str], since: float, limit: int) -> list[Paper]:
+        if not words:
+            return []
+        lexemes = ["'" + word.replace("'", "''") + "'" for word in words]
+        lexemes[-1] += ":*"
+        # As on SQLite: the newest matches are ranked, not every match of a common word.
+        rows = await self._db.fetchall(
+            """
+            SELECT * FROM (
+                SELECT p.*, ts_rank(to_tsvector('simple', p.title || ' ' || p.authors || ' '
+                                                || p.abstract), q.query) AS score
+                FROM papers p, to_tsquery('simple', :query) AS q(query)
+                WHERE to_tsvector('simple', p.title || ' ' || p.authors || ' ' || p.abstract)
+                      @@ q.query AND p.first_seen_at >= :since
+                ORDER BY p.first_seen_at DESC LIMIT :ranked
+            ) newest ORDER BY score DESC LIMIT :limit
+            """,
+            {"query": " & ".join(lexemes), "since": since, "ranked": RANKED_MATCHES,
+             "limit": limit},
+        )
+        return [paper_from_row(row) for row in rows]
+
     async def ingest_counts(self, since: float, ai_categories: Sequence[str]) -> dict[str, int]:
         row = await self._db.fetchone(
             """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bot.storage.sqlite.migrations import LATEST_VERSION as SQLITE_VERSION
 
-LATEST_VERSION = 16
+LATEST_VERSION = 17
 assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQL statement here"
 
 SCHEMA = """
@@ -65,6 +65,10 @@ CREATE TABLE papers (
     from_feed        INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX papers_first_seen ON papers(first_seen_at);
+-- Inline search: PostgreSQL's full-text search over the same text SQLite's FTS5 index holds
+-- (there, tables paper_text and paper_text_ids), as an index on the papers table itself.
+CREATE INDEX papers_text ON papers USING GIN (to_tsvector('simple', title || ' ' || authors
+                                                          || ' ' || abstract));
 
 CREATE TABLE paper_versions (
     arxiv_id      TEXT NOT NULL REFERENCES papers(arxiv_id) ON DELETE CASCADE,

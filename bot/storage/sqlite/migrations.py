@@ -522,6 +522,62 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         );
         """,
     ),
+    (
+        17,
+        "a full-text index of the papers' titles, authors and abstracts, for inline search",
+        """
+        -- FTS5 rows are found by an integer id. papers' own rowid may change in a VACUUM (its
+        -- key is text), so each paper gets an id of its own here, which VACUUM keeps.
+        CREATE TABLE paper_text_ids (
+            id       INTEGER PRIMARY KEY,
+            arxiv_id TEXT NOT NULL UNIQUE
+        );
+        -- Contentless: the words are indexed, the text stays in papers alone (no second copy
+        -- of every abstract). Deleting an entry names its old text, which the triggers have.
+        -- Authors are a JSON list, escaped: json_each gives the names as they are written.
+        -- prefix: the last word is searched as a prefix on every keystroke; an index of the
+        -- first 2 and 3 letters spares scanning every word that starts so.
+        CREATE VIRTUAL TABLE paper_text USING fts5(
+            title, authors, abstract, content='', prefix='2 3',
+            tokenize='unicode61 remove_diacritics 2'
+        );
+        INSERT INTO paper_text_ids (arxiv_id) SELECT arxiv_id FROM papers;
+        INSERT INTO paper_text (rowid, title, authors, abstract)
+            SELECT i.id, p.title, (SELECT group_concat(value, ' ') FROM json_each(p.authors)),
+                   p.abstract
+            FROM papers p JOIN paper_text_ids i USING (arxiv_id);
+
+        CREATE TRIGGER paper_text_insert AFTER INSERT ON papers BEGIN
+            INSERT OR IGNORE INTO paper_text_ids (arxiv_id) VALUES (new.arxiv_id);
+            INSERT INTO paper_text (rowid, title, authors, abstract)
+                SELECT id, new.title, (SELECT group_concat(value, ' ') FROM json_each(new.authors)),
+                       new.abstract
+                FROM paper_text_ids WHERE arxiv_id = new.arxiv_id;
+        END;
+        -- The ingest writes every stored paper again with each feed: only a changed text
+        -- costs index work.
+        CREATE TRIGGER paper_text_update AFTER UPDATE OF title, authors, abstract ON papers
+        WHEN old.title IS NOT new.title OR old.authors IS NOT new.authors
+             OR old.abstract IS NOT new.abstract
+        BEGIN
+            INSERT INTO paper_text (paper_text, rowid, title, authors, abstract)
+                SELECT 'delete', id, old.title,
+                       (SELECT group_concat(value, ' ') FROM json_each(old.authors)), old.abstract
+                FROM paper_text_ids WHERE arxiv_id = old.arxiv_id;
+            INSERT INTO paper_text (rowid, title, authors, abstract)
+                SELECT id, new.title, (SELECT group_concat(value, ' ') FROM json_each(new.authors)),
+                       new.abstract
+                FROM paper_text_ids WHERE arxiv_id = new.arxiv_id;
+        END;
+        CREATE TRIGGER paper_text_delete AFTER DELETE ON papers BEGIN
+            INSERT INTO paper_text (paper_text, rowid, title, authors, abstract)
+                SELECT 'delete', id, old.title,
+                       (SELECT group_concat(value, ' ') FROM json_each(old.authors)), old.abstract
+                FROM paper_text_ids WHERE arxiv_id = old.arxiv_id;
+            DELETE FROM paper_text_ids WHERE arxiv_id = old.arxiv_id;
+        END;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -28,6 +28,16 @@ def _dt(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
+RANKED_MATCHES = 500  # of a full-text search, the newest this many are ranked
+
+
+def text_query(words: Sequence[str]) -> str:
+    """An FTS5 query for `words`: each a quoted string (so no word is read as an operator),
+    all of them required, the last a prefix."""
+    quoted = ['"' + word.replace('"', '""') + '"' for word in words]
+    return " ".join(quoted) + "*"
+
+
 def paper_from_row(row: sqlite3.Row, version: int | None = None) -> Paper:
     """Build a Paper from a `papers` or `paper_versions` row."""
     keys = set(row.keys())
@@ -251,6 +261,25 @@ class PaperRepository:
             "SELECT * FROM papers WHERE last_changed_at >= ? AND from_feed = 1 "
             "ORDER BY last_changed_at DESC LIMIT ?",
             (since, limit),
+        )
+        return [paper_from_row(r) for r in rows]
+
+    async def search(self, words: Sequence[str], since: float, limit: int) -> list[Paper]:
+        """Papers first stored since `since` whose title, authors or abstract hold every one
+        of `words` (the last one as a prefix: it may still be being typed), best first."""
+        if not words:
+            return []
+        # Ranking every match of a common word costs a bm25 each; the newest matches (rowids
+        # grow with storing) are what a researcher looks for, so only they are ranked.
+        rows = await self._db.fetchall(
+            """
+            SELECT p.* FROM (
+                SELECT rowid AS id, rank FROM paper_text WHERE paper_text MATCH ?
+                ORDER BY rowid DESC LIMIT ?
+            ) t JOIN paper_text_ids i ON i.id = t.id JOIN papers p USING (arxiv_id)
+            WHERE p.first_seen_at >= ? ORDER BY t.rank LIMIT ?
+            """,
+            (text_query(words), RANKED_MATCHES, since, limit),
         )
         return [paper_from_row(r) for r in rows]
 
