@@ -11,7 +11,7 @@ from telegram.constants import ChatMemberStatus, ChatType
 from telegram.error import BadRequest, TelegramError
 
 from bot.chat.context import BotContext
-from bot.core.i18n import language_from_telegram, t
+from bot.core.i18n import _, language_from_telegram, t
 from bot.core.models import GENERAL, ArxivId, GroupMember
 from bot.core.text import utf16_len
 from bot.library import groups as group_library
@@ -177,15 +177,22 @@ def group_member(update: Update) -> GroupMember | None:
 
 async def may_change_settings(update: Update, context: BotContext) -> bool:
     """In groups only administrators may change subscriptions and settings; says so if not."""
+    return await admins_only(update, context, _(
+        "Only this group's administrators can change its subscriptions and settings."))
+
+
+async def admins_only(update: Update, context: BotContext, refusal: str) -> bool:
+    """Whether who acts may do what a group reserves to its administrators (anyone may, in a
+    private chat); anyone else is told `refusal` (a msgid), on the button they pressed or in
+    a reply."""
     chat, user = update.effective_chat, update.effective_user
-    if chat is None or chat.type in (ChatType.PRIVATE,):
-        return True
+    if chat is None or chat.type == ChatType.PRIVATE:
+        return chat is not None
     if user is None:
         return False
     if await is_group_admin(context, chat.id, user.id):
         return True
-    refusal = t(context.lang,
-                "Only this group's administrators can change its subscriptions and settings.")
+    refusal = t(context.lang, refusal)
     if update.callback_query is not None:
         await update.callback_query.answer(refusal, show_alert=True)
     else:

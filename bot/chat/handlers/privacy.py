@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
-from telegram.constants import ChatType
 
 from bot.chat.context import BotContext
-from bot.chat.handlers.common import edit_quietly, is_group_admin, reply
-from bot.core.i18n import t
+from bot.chat.handlers.common import admins_only, edit_quietly, reply
+from bot.core.i18n import _, t
 from bot.delivery import callbacks
 
 
@@ -49,15 +48,5 @@ async def on_forget_button(update: Update, context: BotContext,
 
 async def _may_forget(update: Update, context: BotContext) -> bool:
     """In a group only its administrators may erase its data; anyone else is told so."""
-    chat, user = update.effective_chat, update.effective_user
-    if chat is None or chat.type == ChatType.PRIVATE:
-        return chat is not None
-    if user is not None and await is_group_admin(context, chat.id, user.id):
-        return True
-    refusal = t(context.lang, "Only this group's administrators can erase what the bot keeps "
-                              "about it.")
-    if update.callback_query is not None:
-        await update.callback_query.answer(refusal, show_alert=True)
-    else:
-        await reply(update, context, refusal)
-    return False
+    return await admins_only(update, context, _(
+        "Only this group's administrators can erase what the bot keeps about it."))
