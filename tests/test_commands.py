@@ -21,8 +21,8 @@ from tests.conftest import Harness
 ALL_FEATURES = Features(guides=True, trending=True)
 NO_FEATURES = Features(guides=False, trending=False)
 # /help is the answer to these: it names neither itself nor the greeting, and the private
-# /help has no room left for /foryou and /forget (see the length test below).
-NOT_IN_HELP = {"help", "start", "foryou", "forget"}
+# /help has no room left for /foryou, /forget and /thumbs (see the length test below).
+NOT_IN_HELP = {"help", "start", "foryou", "forget", "thumbs"}
 CHAT_KINDS = (Chats.PRIVATE, Chats.GROUP, Chats.FORUM)
 
 

@@ -120,3 +120,34 @@ async def test_help_says_reactions_rate_and_in_groups_only_where_the_bot_is_an_a
     assert "as buttons or reactions" in private
     group = (await harness.ask(GROUP, "/help", chat_type="supergroup", title="Lab")).text
     assert "if the bot is an admin here" in group
+
+
+async def test_a_chat_that_rates_by_reaction_may_leave_the_buttons_out(harness: Harness) -> None:
+    await harness.ask(CHAT, "/follow cs.LG")
+    asked = await harness.ask(CHAT, "/thumbs")
+    assert "buttons are shown" in asked.text
+    assert "without 👍 / 👎 buttons" in (await harness.ask(CHAT, "/thumbs off")).text
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+
+    alert = alerts_of(harness, CHAT, "Graph neural networks")[0]
+    assert alert.button_texts[0] == "⭐ Save"
+    assert not any(b["text"].startswith(("👍", "👎")) for b in alert.buttons)
+    card = await harness.ask(CHAT, "/paper 2611.10001")
+    assert not any(b["text"].startswith(("👍", "👎")) for b in card.buttons)
+    harness.tg.react(CHAT, alert.message_id, ("🔥",))
+    await handled(harness, CHAT)
+    assert await harness.services.storage.feedback.get(CHAT, "2611.10001") == Feedback.MORE
+
+    assert "back" in (await harness.ask(CHAT, "/thumbs on")).text
+    card = await harness.ask(CHAT, "/paper 2611.10001")
+    assert [b["text"] for b in card.buttons][:3] == ["⭐ Save", "👍✓", "👎"]
+
+
+async def test_in_a_group_only_admins_switch_the_buttons(harness: Harness) -> None:
+    admin, member = 7404, 7405
+    harness.tg.set_admins(GROUP, {admin})
+    refused = await harness.ask(GROUP, "/thumbs off", chat_type="supergroup", title="Lab",
+                                user_id=member)
+    assert "Only this group's administrators" in refused.text
+    assert "without 👍 / 👎" in (await harness.ask(GROUP, "/thumbs off", user_id=admin)).text

@@ -307,6 +307,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("foryou", chat_settings.for_you,
             _("Daily papers your subscriptions missed: on, off or N"), None,
             argument=Argument()),
+    # Not in /help either; /help's /similar line says that reactions rate.
+    Command("thumbs", chat_settings.thumbs, _("👍 / 👎 buttons under alerts: on or off"), None,
+            argument=Argument()),
     Command("stats", overview.stats, _("What arXiv announced lately"),
             HelpLine(OVERVIEW, 1, _("/stats — what arXiv announced lately and what reached "
                                     "you"))),

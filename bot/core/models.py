@@ -278,6 +278,7 @@ class Chat:
     last_digest_at: float | None
     paused: bool
     inactive_since: float | None
+    rating_buttons: bool = True  # 👍 / 👎 under its alerts; off for a chat that rates by reaction
 
     @property
     def is_group(self) -> bool:

@@ -74,7 +74,7 @@ async def saved_state(store: Storage, chat_id: int, arxiv_id: str) -> tuple[bool
 
 async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
                         row: OutboxRow | None, *, expanded: bool = False,
-                        guide: bool = False) -> RenderedMessage:
+                        guide: bool = False, rating_buttons: bool = True) -> RenderedMessage:
     """The message of one alert row for `paper` (a revision with what changed), or a plain
     card when the message was no alert (`row` None); a Hugging Face pick gets its badge line,
     and `guide` adds the 🧠 Guide button. In a group, a saved paper names who saved it."""
@@ -90,7 +90,7 @@ async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
         paper, kind=kind, matched=matched, saved=saved, saved_by=saved_by,
         expanded=expanded, diff=diff, lang=lang,
         pick=await store.community.get(paper.arxiv_id), guide=guide,
-        feedback=await store.feedback.get(chat_id, paper.arxiv_id),
+        feedback=await store.feedback.get(chat_id, paper.arxiv_id), rating_buttons=rating_buttons,
     )
 
 
@@ -150,7 +150,8 @@ async def _alerts(store: Storage, chat: Chat, rows: Sequence[OutboxRow],
         if paper is None:
             missing.append(row)
             continue
-        message = await alert_message(store, chat.id, chat.language, paper, row, guide=guide)
+        message = await alert_message(store, chat.id, chat.language, paper, row, guide=guide,
+                                      rating_buttons=chat.rating_buttons)
         messages.append(Outgoing((row,), message, alone=True,
                                  reply_to=threads.get(row.alert.arxiv_id)))
     return Composition(messages, missing, digest=False)

@@ -231,11 +231,13 @@ def render_alert(
     guide: bool = False,
     feedback: Feedback | None = None,
     saved_by: str | None = None,
+    rating_buttons: bool = True,
 ) -> RenderedMessage:
     """An alert (an `AlertKind`) or a card (`kind` "card", no badge) for one paper.
 
     `pick` adds the Hugging Face badge line; `guide` the 🧠 Guide button (guides configured);
-    `saved_by` the line naming who saved it into a group's library.
+    `saved_by` the line naming who saved it into a group's library; `rating_buttons` False
+    leaves 👍 / 👎 out (the chat rates by reaction).
     """
     if expanded:
         abstract, cut = _plain(paper.abstract), False
@@ -245,7 +247,7 @@ def render_alert(
         cut = source_cut or preview_cut
     texts = _AlertTexts(_plain(paper.title), abstract, _plain(paper.comment))
     markup = alert_keyboard(paper, saved=saved, expanded=expanded, lang=lang, expandable=cut,
-                            guide=guide, feedback=feedback)
+                            guide=guide, feedback=feedback, rating_buttons=rating_buttons)
     limits = _Limits()
     for _ in range(16):
         text = _alert_html(paper, texts, kind, matched, diff, limits, lang, pick, saved_by)
@@ -433,6 +435,7 @@ def alert_keyboard(
     paper: Paper, *, saved: bool, expanded: bool, lang: str = "en", expandable: bool = True,
     guide: bool = False,
     feedback: Feedback | None = None,
+    rating_buttons: bool = True,
 ) -> InlineKeyboardMarkup:
     """Save, 👍 / 👎 and Full abstract toggles; 🧠 Guide (when guides are on) beside the links
     to the abstract page and the PDF."""
@@ -440,7 +443,8 @@ def alert_keyboard(
     paper_id = _version_id(paper)
     if paper_id is not None:
         first_row.append(_save_button(ToggleSave(paper_id), saved, lang))
-        first_row.extend(_feedback_buttons(ArxivId(paper_id.base), feedback))
+        if rating_buttons:
+            first_row.extend(_feedback_buttons(ArxivId(paper_id.base), feedback))
         if expandable or expanded:
             label = t(lang, "🔼 Collapse") if expanded else t(lang, "📄 Full abstract")
             data = encode(ToggleAbstract(paper_id, expand=not expanded))

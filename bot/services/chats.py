@@ -90,6 +90,10 @@ class ChatSettings:
     async def set_timezone(self, chat_id: int, zone: str) -> None:
         await self._storage.chats.set_timezone(chat_id, zone)
 
+    async def set_rating_buttons(self, chat_id: int, shown: bool) -> None:
+        """Show the 👍 / 👎 buttons under the chat's alerts and cards, or leave them out."""
+        await self._storage.chats.set_rating_buttons(chat_id, shown)
+
     async def set_language(self, chat_id: int, language: str) -> Chat | None:
         """Choose the chat's language; returns its record as it now is."""
         await self._storage.chats.set_language(chat_id, language)

@@ -58,7 +58,12 @@ class Papers:
     async def card(self, chat_id: int, lang: str, paper: Paper) -> RenderedMessage:
         """The paper's card as this chat sees it (saved, by whom, its 👍 / 👎)."""
         return await alert_message(self._storage, chat_id, lang, paper, None,
-                                   guide=self._guide)
+                                   guide=self._guide,
+                                   rating_buttons=await self._rating_buttons(chat_id))
+
+    async def _rating_buttons(self, chat_id: int) -> bool:
+        chat = await self._storage.chats.get(chat_id)
+        return chat is None or chat.rating_buttons
 
     async def full_card(self, chat_id: int, lang: str, paper: Paper) -> RenderedMessage:
         """The paper as the Mini App shows it: the whole abstract, and for a later version
@@ -82,7 +87,8 @@ class Papers:
         if row is not None and row.alert.arxiv_id != paper.arxiv_id:
             row = None
         return await alert_message(self._storage, chat_id, lang, paper, row, expanded=expanded,
-                                   guide=self._guide)
+                                   guide=self._guide,
+                                   rating_buttons=await self._rating_buttons(chat_id))
 
     async def digest_more(self, chat_id: int, lang: str, message_id: int,
                           offset: int) -> list[RenderedMessage]:

@@ -256,6 +256,9 @@ class ChatRepository(Protocol):
     async def set_language(self, chat_id: int, language: str) -> None:
         ...
 
+    async def set_rating_buttons(self, chat_id: int, shown: bool) -> None:
+        """Show the 👍 / 👎 buttons under the chat's alerts, or leave them out."""
+
     async def set_timezone(self, chat_id: int, timezone: str) -> None:
         ...
 

@@ -126,6 +126,29 @@ async def language(update: Update, context: BotContext, argument: str) -> None:
     await reply(update, context, t(choice, "Language set to English."))
 
 
+async def thumbs(update: Update, context: BotContext, argument: str) -> None:
+    """`/thumbs off` leaves the 👍 / 👎 buttons out of the chat's alerts (it rates by reaction),
+    `/thumbs on` brings them back."""
+    lang = context.lang
+    word = argument.lower()
+    if word not in ("on", "off"):
+        record = context.chat_record
+        shown = record is None or record.rating_buttons
+        await reply(update, context, t(
+            lang, "The 👍 / 👎 buttons are {state} under your alerts. A reaction rates a paper "
+            "too (👍 ❤ 🔥 👏 or 👎): send <code>/thumbs off</code> to leave the buttons out, "
+            "<code>/thumbs on</code> to bring them back.",
+            state=t(lang, "shown") if shown else t(lang, "left out")))
+        return
+    if not await may_change_settings(update, context):
+        return
+    await context.services.chats.set_rating_buttons(update.effective_chat.id, word == "on")
+    context.chat_data.pop("record", None)  # read again: it has a new setting
+    await reply(update, context, t(lang, "👍 / 👎 buttons are back under new alerts.")
+                if word == "on" else
+                t(lang, "New alerts come without 👍 / 👎 buttons; rate them by reaction."))
+
+
 async def for_you(update: Update, context: BotContext, argument: str) -> None:
     """`/foryou on|off|N`: a daily message of papers the subscriptions missed but the chat's
     model scores highly."""

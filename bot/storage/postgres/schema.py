@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bot.storage.sqlite.migrations import LATEST_VERSION as SQLITE_VERSION
 
-LATEST_VERSION = 17
+LATEST_VERSION = 18
 assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQL statement here"
 
 SCHEMA = """
@@ -32,7 +32,8 @@ CREATE TABLE chats (
     inactive_since  DOUBLE PRECISION,
     inactive_reason TEXT,
     created_at      DOUBLE PRECISION NOT NULL,
-    last_seen_at    DOUBLE PRECISION NOT NULL
+    last_seen_at    DOUBLE PRECISION NOT NULL,
+    rating_buttons  INTEGER NOT NULL DEFAULT 1
 );
 
 CREATE TABLE subscriptions (

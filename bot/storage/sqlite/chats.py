@@ -34,6 +34,7 @@ def _chat(row: sqlite3.Row) -> Chat:
         last_digest_at=row["last_digest_at"],
         paused=bool(row["paused"]),
         inactive_since=row["inactive_since"],
+        rating_buttons=bool(row["rating_buttons"]),
     )
 
 
@@ -130,6 +131,10 @@ class ChatRepository:
 
     async def set_paused(self, chat_id: int, paused: bool) -> None:
         await self._db.execute("UPDATE chats SET paused = ? WHERE id = ?", (int(paused), chat_id))
+
+    async def set_rating_buttons(self, chat_id: int, shown: bool) -> None:
+        await self._db.execute("UPDATE chats SET rating_buttons = ? WHERE id = ?",
+                               (int(shown), chat_id))
 
     async def mark_inactive(self, chat_id: int, reason: str, now: float) -> None:
         """The chat blocked the bot (or is gone): skip it, and hold its pending alerts (kept,

@@ -578,6 +578,13 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         END;
         """,
     ),
+    (
+        18,
+        "a chat may leave the 👍 / 👎 buttons out of its alerts once it rates by reaction",
+        """
+        ALTER TABLE chats ADD COLUMN rating_buttons INTEGER NOT NULL DEFAULT 1;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
