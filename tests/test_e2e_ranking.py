@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tests.conftest import Harness, make_paper
+from tests.fakes.telegram_server import SentMessage
 from tests.for_you_setup import TOPICS
 
 CHAT = 7301
@@ -32,6 +33,18 @@ def day() -> list:
                                      authors=(f"{topic.title()} Author{number}",)))
             number += 1
     return papers
+
+
+async def next_days_digest(harness: Harness, chat_id: int) -> tuple[SentMessage, list[str]]:
+    """The next day's twelve matches, quantum ones first by id (so a digest in arrival order
+    would open with them), polled: the digest the chat gets, and its entry lines."""
+    subjects = (*SUBJECTS, "sensors")
+    harness.serve_feed(second_day("quantum", subjects) + second_day("graph", subjects),
+                       announce_date=DAY2)
+    before = len(harness.tg.messages(chat_id))
+    await harness.poll()
+    [digest] = harness.tg.messages(chat_id)[before:]
+    return digest, [line for line in digest.text.splitlines() if line.split(".")[0].isdigit()]
 
 
 async def test_similar_lists_the_papers_on_the_same_topic_first(harness: Harness) -> None:
@@ -81,18 +94,8 @@ async def test_a_digest_lists_the_chats_kind_of_paper_first_once_it_has_a_model(
         await harness.press(CHAT, card.message_id, save["callback_data"])
     reply = await harness.ask(CHAT, "/follow cs.LG")
     assert "Following" in reply.text
-    # The next day: twelve matches, quantum ones first by id, so a digest in arrival order
-    # would open with them.
-    subjects = (*SUBJECTS, "sensors")
-    quantum = second_day("quantum", subjects)
-    graph = second_day("graph", subjects)
-    harness.serve_feed(quantum + graph, announce_date=DAY2)
-    before = len(harness.tg.messages(CHAT))
+    digest, entries = await next_days_digest(harness, CHAT)
 
-    await harness.poll()
-
-    [digest] = harness.tg.messages(CHAT)[before:]
-    entries = [line for line in digest.text.splitlines() if line.split(".")[0].isdigit()]
     assert len(entries) == 12, digest.text
     assert all("Graph neural networks" in line for line in entries[:6]), digest.text
     assert all("Quantum error correction" in line for line in entries[6:]), digest.text

@@ -3,17 +3,16 @@ tapping 👍 / 👎, and the next digest reads the labels the same way."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from bot.core.models import Feedback
 from tests.conftest import Harness
 from tests.fakes.telegram_server import SentMessage
-from tests.test_e2e_ranking import day, second_day
+from tests.test_e2e_ranking import day, next_days_digest
 
 CHAT = 7401
 GROUP = -100_7402
 DAY1 = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
-DAY2 = DAY1 + timedelta(days=1)
 
 
 def alerts_of(harness: Harness, chat_id: int, title: str) -> list[SentMessage]:
@@ -39,14 +38,8 @@ async def test_liking_alerts_by_reaction_puts_their_kind_first_in_the_next_diges
     stats = await harness.ask(CHAT, "/stats")
     assert "Ranking: 5 labels" in stats.text and "model is active" in stats.text
 
-    subjects = ("molecules", "citations", "traffic", "proteins", "social networks", "sensors")
-    harness.serve_feed(second_day("quantum", subjects) + second_day("graph", subjects),
-                       announce_date=DAY2)
-    before = len(harness.tg.messages(CHAT))
-    await harness.poll()
+    digest, entries = await next_days_digest(harness, CHAT)
 
-    [digest] = harness.tg.messages(CHAT)[before:]
-    entries = [line for line in digest.text.splitlines() if line.split(".")[0].isdigit()]
     assert len(entries) == 12, digest.text
     assert all("Graph neural networks" in line for line in entries[:6]), digest.text
 
