@@ -111,6 +111,10 @@ async def test_settings_change_as_the_commands_do(web: WebUnderTest) -> None:
     record = await harness.services.chats.get(ADA)
     assert record is not None and record.timezone == "Asia/Shanghai" and record.paused
     assert "已暂停" in (await harness.ask(ADA, "/pause")).text
+    thumbs = text(await web.post("setting", init, {"setting": "thumbs", "value": "off"}))
+    assert "新的推送不再带 👍 / 👎 按钮" in thumbs
+    record = await harness.services.chats.get(ADA)
+    assert record is not None and not record.rating_buttons
 
 
 async def test_an_edit_at_the_limit_of_fifty_replaces_the_subscription(

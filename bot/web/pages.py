@@ -339,6 +339,7 @@ class Pages:
             "digest": digest, "zone": zone, "language": record.language if record else
             viewer.telegram_language, "languages": SUPPORTED_LANGUAGES,
             "paused": bool(record and record.paused),
+            "rating_buttons": record is None or record.rating_buttons,
             "for_you": await services.chats.for_you(viewer.chat_id),
             "for_you_max": FOR_YOU_MAX_COUNT, "notice": notice, "problem": problem,
             "now": local_time(services.clock.now(), zone, "%H:%M"),
@@ -388,6 +389,10 @@ class Pages:
                 on = await chats.for_you_on(chat_id, number)
                 notice = tn(lang, "✨ For you is on: up to {count} paper a day.",
                             "✨ For you is on: up to {count} papers a day.", on.count)
+        elif name == "thumbs" and value in ("on", "off"):
+            await chats.set_rating_buttons(chat_id, value == "on")
+            notice = (t(lang, "👍 / 👎 buttons are back under new alerts.") if value == "on" else
+                      t(lang, "New alerts come without 👍 / 👎 buttons; rate them by reaction."))
         elif name == "pause":
             await chats.pause(chat_id)
             notice = t(lang, "⏸ Alerts paused. I keep collecting matches; /resume delivers them.")
