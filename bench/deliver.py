@@ -1,14 +1,14 @@
 """Benchmark: 1,000 alerts to 1,000 chats, delivered against a fake Telegram that enforces limits.
 
 Run with `.venv/bin/python bench/deliver.py [--rtt 0,0.1,0.3] [--alerts N] [--groups N]
-[--window K] [--gc-freeze]`. For each simulated round trip, chats and outbox rows are seeded into
-a fresh database through `bot.storage`; the bot is built exactly as production builds it
-(`bot.chat.application.build_application`: the `Pacer` as PTB's rate limiter, default connection
-pool) and
-the real `Sender` drains the outbox with its default window and `Pacer`. The fake Telegram runs
-in its own process (as Telegram runs on its own machine) on loopback, answers every sendMessage
-a round trip after it was sent (counted half-way), and answers 429 when more than 30 messages
-arrive in any rolling second, or a private chat exceeds a burst of 3 then 1 per second, or a
+[--window K] [--gc-freeze] [--engines sqlite,postgresql]`. For each engine and simulated round
+trip, chats and outbox rows are seeded into a fresh database through `bot.storage`; the bot
+is built exactly as production builds it (`bot.chat.application.build_application`: the
+`Pacer` as PTB's rate limiter, default connection pool) and the real `Sender` drains the
+outbox with its default window and `Pacer`. The fake Telegram runs in its own process (as
+Telegram runs on its own machine) on loopback, answers every sendMessage a round trip after it
+was sent (counted half-way), and answers 429 when more than 30 messages arrive in any rolling
+second, or a private chat exceeds a burst of 3 then 1 per second, or a
 group exceeds 20 per minute.
 """
 
@@ -36,6 +36,7 @@ from bot.services.container import Wiring, open_services
 from bot.storage import Storage
 from tests.fakes.feedgen import synth_papers
 from tests.fakes.telegram_server import DEFAULT_TOKEN, FakeTelegram
+from tests.postgres_server import start_shared_server, stop_shared_server
 
 FIRST_CHAT = 10_000_000
 
@@ -69,14 +70,16 @@ def serve_fake_telegram(conn: Connection, rtt: float) -> None:
 
 
 async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
-              window: int | None) -> dict[str, float]:
+              window: int | None, database_url: str | None = None) -> dict[str, float]:
+    """One drain; on a fresh SQLite file, or on `database_url` (a fresh PostgreSQL one)."""
     token, api_url = conn.recv()
     clock = SystemClock()
     with tempfile.TemporaryDirectory() as folder:
         env = {
             "TELEGRAM_BOT_TOKEN": token,
             "TELEGRAM_API_URL": api_url,
-            "DATABASE_PATH": str(Path(folder) / "bench.sqlite3"),
+            **({"DATABASE_URL": database_url} if database_url else
+               {"DATABASE_PATH": str(Path(folder) / "bench.sqlite3")}),
             "HF_PAPERS_URL": "off",
             **({} if window is None else {"SEND_WINDOW": str(window)}),
         }
@@ -136,31 +139,46 @@ def main() -> None:
                         help="the send window (default: the bot's default, SEND_WINDOW unset)")
     parser.add_argument("--gc-freeze", action="store_true",
                         help="gc.freeze() after start-up (not what production does today)")
+    parser.add_argument("--engines", default="sqlite",
+                        help="storage engines, comma separated: sqlite, postgresql (a server "
+                             "started for the run from Debian's package, default durability)")
     args = parser.parse_args()
+    try:
+        bench(args)
+    finally:
+        stop_shared_server()
+
+
+def bench(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.WARNING)
     round_trips = [float(part) for part in args.rtt.split(",")]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results = []
-    for rtt in round_trips:
-        print(f"round trip {rtt * 1000:.0f} ms: {args.alerts} alerts to {args.alerts} chats "
-              f"({args.groups} groups){', gc frozen after start-up' if args.gc_freeze else ''}")
+    runs = [(engine, rtt) for engine in args.engines.split(",") for rtt in round_trips]
+    for engine, rtt in runs:
+        database_url = (start_shared_server(durable=True).new_database()
+                        if engine == "postgresql" else None)
+        print(f"{engine}, round trip {rtt * 1000:.0f} ms: {args.alerts} alerts to {args.alerts} "
+              f"chats ({args.groups} groups)"
+              f"{', gc frozen after start-up' if args.gc_freeze else ''}")
         ours, theirs = multiprocessing.Pipe()
         server = multiprocessing.get_context("spawn").Process(
             target=serve_fake_telegram, args=(theirs, rtt), daemon=True)
         server.start()
         try:
             results.append(asyncio.run(
-                run(args.alerts, args.groups, ours, args.gc_freeze, args.window)))
+                run(args.alerts, args.groups, ours, args.gc_freeze, args.window, database_url)))
         finally:
             server.join(timeout=10)
             if server.is_alive():
                 server.terminate()
     base = results[0]["rate"]
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("round trip | messages/s | ratio to the first | busiest second | self-caused 429s")
-    for rtt, result in zip(round_trips, results, strict=True):
-        print(f"{rtt * 1000:7.0f} ms | {result['rate']:10.2f} | {result['rate'] / base:18.2f} | "
-              f"{result['busiest']:14d} | {result['429s']:d}")
+    print("engine     | round trip | messages/s | ratio to the first | busiest second | "
+          "self-caused 429s")
+    for (engine, rtt), result in zip(runs, results, strict=True):
+        print(f"{engine:<10} | {rtt * 1000:7.0f} ms | {result['rate']:10.2f} | "
+              f"{result['rate'] / base:18.2f} | {result['busiest']:14d} | {result['429s']:d}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 
 from bot import __version__
-from bot.config import ConfigError, Settings, configure_logging, load_settings
+from bot.config import (
+    ConfigError,
+    Settings,
+    configure_logging,
+    database_secrets,
+    load_settings,
+)
 from bot.core.memory import cap_malloc_arenas
 from bot.core.redaction import install as install_redaction
 from bot.storage.errors import DatabaseError, DatabaseLocked
@@ -42,6 +48,12 @@ def _parser() -> argparse.ArgumentParser:
         "health", help="exit 0 if the last arXiv poll and Telegram call are recent and the "
         "database's last integrity check passed; one line"
     )
+    migrate = commands.add_parser(
+        "migrate", help="copy the SQLite database (the bot stopped) into an empty PostgreSQL "
+        "database, then point DATABASE_URL at it"
+    )
+    migrate.add_argument("--to", required=True, metavar="postgresql://…",
+                         help="the empty PostgreSQL database")
     return parser
 
 
@@ -76,14 +88,18 @@ def main(argv: list[str] | None = None) -> int:
     # Before anything can fail: every byte written to stdout or stderr passes the redaction.
     from telegram.error import InvalidToken
 
-    install_redaction(settings.secrets(), {InvalidToken: TOKEN_REJECTED})
+    # `migrate --to`'s password is as secret as DATABASE_URL's.
+    secrets = [*settings.secrets(), *database_secrets(getattr(args, "to", None))]
+    install_redaction(secrets, {InvalidToken: TOKEN_REJECTED})
     configure_logging(settings)
     # Whatever sends or stores alerts holds the database's lock for as long as it runs;
     # a dry run and a backup only read, so they may run beside the bot.
     from bot.services.operations import hold_database
 
     lock = None
-    if args.command in (None, "run") or (args.command == "poll-once" and not args.dry_run):
+    # `migrate` too: the SQLite bot must be stopped while its database is copied.
+    if (args.command in (None, "run", "migrate")
+            or (args.command == "poll-once" and not args.dry_run)):
         try:
             lock = hold_database(settings)
         except DatabaseLocked as exc:
@@ -121,6 +137,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from bot.cli import health_cli
 
         return asyncio.run(health_cli(settings))
+    if args.command == "migrate":
+        from bot.cli import migrate_cli
+
+        return asyncio.run(migrate_cli(settings, args.to))
     return 2
 
 

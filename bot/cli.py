@@ -94,6 +94,16 @@ async def backup_cli(settings: Settings, path: Path) -> int:
     return 0
 
 
+async def migrate_cli(settings: Settings, target: str) -> int:
+    """`python -m bot migrate --to postgresql://…`: the SQLite database, copied whole into an
+    empty PostgreSQL database; a line per table, then what to set."""
+    copied = await operations.migrate(settings, target,
+                                      lambda table, rows: print(f"{table}: {rows} rows"))
+    print(f"moved {sum(copied.values())} rows; now set DATABASE_URL to the PostgreSQL "
+          "database and start the bot")
+    return 0
+
+
 async def health_cli(settings: Settings) -> int:
     """`python -m bot health`: one line; exit 0 only if arXiv and Telegram beats are recent
     and the database's last integrity check (if any yet) passed."""

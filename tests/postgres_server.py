@@ -100,20 +100,22 @@ class PostgresServer:
         return result.stdout
 
 
-def start_shared_server() -> PostgresServer:
-    """The run's server, started by whichever process asks first."""
+def start_shared_server(*, durable: bool = False) -> PostgresServer:
+    """The run's server, started by whichever process asks first. The tests' skips fsync;
+    `durable` (the benches) keeps the server's defaults, so that commits cost what they cost
+    on a real server."""
     folder = shared_folder()
     with open(folder / "start.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         port_file = folder / "port"
         if port_file.is_file():
             return PostgresServer(int(port_file.read_text()), folder, _server_user())
-        server = _start(folder)
+        server = _start(folder, durable)
         port_file.write_text(str(server.port))
         return server
 
 
-def _start(folder: Path) -> PostgresServer:
+def _start(folder: Path, durable: bool = False) -> PostgresServer:
     programs = _programs()
     data = folder / "data"
     if os.geteuid() == 0:
@@ -133,8 +135,9 @@ def _start(folder: Path) -> PostgresServer:
     for attempt in itertools.count():
         port = _free_port()
         # Durability is the production server's business; the tests' cluster skips the fsyncs.
-        options = (f"-k {folder} -c listen_addresses=127.0.0.1 -p {port} -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+        options = f"-k {folder} -c listen_addresses=127.0.0.1 -p {port} -c max_connections=200"
+        if not durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         result = subprocess.run(_as_server_user(
             [str(programs / "pg_ctl"), "-D", str(data), "-l", str(folder / "server.log"),
              "-o", options, "-w", "-t", "60", "start"]), **run)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -111,6 +112,21 @@ async def backup(settings: Settings, path: Path) -> None:
     """A consistent copy of the database at `path`, safe beside a running bot."""
     # A mistyped DATABASE_PATH must fail, not "back up" a new empty database.
     await _copy_database(settings.database, path)
+
+
+async def migrate(settings: Settings, target: str,
+                  progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
+    """Copy the bot's SQLite database into the empty PostgreSQL database `target` (the caller
+    holds the SQLite database's lock: the bot is stopped); rows per table."""
+    if is_postgres(settings.database):
+        raise DatabaseError("migrate copies a SQLite database: DATABASE_URL already names a "
+                            "PostgreSQL one")
+    if not is_postgres(target):
+        raise DatabaseError("migrate --to takes a postgresql://user:password@host:5432/dbname "
+                            "URL")
+    from bot.storage.postgres.move import move_to_postgres
+
+    return await move_to_postgres(settings.database_path, target, progress)
 
 
 async def health(settings: Settings) -> Health:
