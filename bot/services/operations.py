@@ -14,7 +14,6 @@ from bot.core.clock import SystemClock
 from bot.services.health import Health, assess, check_integrity
 from bot.storage import is_postgres, open_storage
 from bot.storage.errors import DatabaseError
-from bot.storage.postgres.lock import PostgresLock
 from bot.storage.sqlite.lock import DatabaseLock
 
 # The start-up check waits less for another program's lock than the bot's statements do, so
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
     from bot.delivery.compose import Outgoing
     from bot.delivery.sender import DrainReport
     from bot.services.ingest import PollReport
+    from bot.storage.postgres.lock import PostgresLock
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +104,9 @@ def hold_database(settings: Settings) -> DatabaseLock | PostgresLock:
     two processes sending from one outbox would both send every alert. Raises
     `DatabaseLocked` at once when another bot holds it (on PostgreSQL, from any host)."""
     if is_postgres(settings.database):
+        # Imported here: asyncpg costs every start of a SQLite bot 50 ms otherwise.
+        from bot.storage.postgres.lock import PostgresLock
+
         return PostgresLock(settings.database).acquire()
     return DatabaseLock(settings.database_path).acquire()
 
