@@ -16,7 +16,7 @@ from bot.storage import open_storage
 from bot.storage.errors import DatabaseError, DatabaseLocked
 from bot.storage.postgres.db import placeholders
 from bot.storage.postgres.lock import PostgresLock
-from bot.storage.postgres.schema import LATEST_VERSION, TABLES
+from bot.storage.postgres.schema import BASE_VERSION, LATEST_VERSION, TABLES, UPGRADES
 from bot.storage.sqlite.db import Database as SqliteDatabase
 from tests.conftest import make_paper
 from tests.postgres_server import PostgresServer
@@ -33,14 +33,16 @@ def pg_url(postgres_server: PostgresServer):
 
 async def test_an_empty_database_gets_the_schema_once_with_every_sqlite_table(
         pg_url: str, tmp_path: Path) -> None:
-    store = await open_storage(pg_url)
-    await store.close()
-    store = await open_storage(pg_url)  # the second start changes nothing
-    await store.close()
+    await (await open_storage(pg_url)).close()
+    conn = await asyncpg.connect(pg_url)
+    versions = [r[0] for r in await conn.fetch("SELECT version FROM schema_version")]
+    await conn.close()
+    await (await open_storage(pg_url)).close()  # the second start changes nothing
     conn = await asyncpg.connect(pg_url)
     try:
-        assert await conn.fetchval("SELECT COUNT(*) FROM schema_version") == 1
-        assert await conn.fetchval("SELECT MAX(version) FROM schema_version") == LATEST_VERSION
+        assert [r[0] for r in await conn.fetch("SELECT version FROM schema_version")] == versions
+        assert versions == [BASE_VERSION, *(number for number, _ in UPGRADES)]
+        assert max(versions) == LATEST_VERSION
         tables = {r[0] for r in await conn.fetch(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     finally:
@@ -71,6 +73,22 @@ async def test_columns_match_sqlites_table_for_table(pg_url: str, tmp_path: Path
     finally:
         await conn.close()
         await sqlite.close()
+
+
+async def test_a_database_made_by_an_earlier_version_gets_the_upgrades_above_it(
+        pg_url: str) -> None:
+    """Version 16 was the first PostgreSQL schema; 17 added the inline search's index."""
+    await (await open_storage(pg_url)).close()
+    conn = await asyncpg.connect(pg_url)
+    await conn.execute("DROP INDEX papers_text; DELETE FROM schema_version WHERE version > 16")
+    await conn.close()
+    await (await open_storage(pg_url)).close()
+    conn = await asyncpg.connect(pg_url)
+    try:
+        assert await conn.fetchval("SELECT MAX(version) FROM schema_version") == LATEST_VERSION
+        assert await conn.fetchval("SELECT to_regclass('papers_text') IS NOT NULL")
+    finally:
+        await conn.close()
 
 
 async def test_a_schema_newer_than_the_code_is_refused(pg_url: str) -> None:

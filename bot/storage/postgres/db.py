@@ -22,7 +22,7 @@ import asyncpg
 
 from bot.config import hide_password
 from bot.storage.errors import DatabaseError, DatabaseUnreachable
-from bot.storage.postgres.schema import LATEST_VERSION, SCHEMA
+from bot.storage.postgres.schema import BASE_VERSION, LATEST_VERSION, SCHEMA, UPGRADES
 
 log = logging.getLogger(__name__)
 
@@ -190,18 +190,23 @@ class Database:
                                                "FROM schema_version"))
 
     async def migrate(self) -> list[int]:
-        """Create the schema in an empty database, at this code's version; returns the version
-        applied (none when it was there). A lock keeps two bots starting at once from both
-        creating it."""
+        """Bring the schema to this code's version, in one transaction: the whole schema in an
+        empty database, then the upgrades above the stored version; returns the versions
+        applied. A lock keeps two bots starting at once from both applying them."""
+        applied: list[int] = []
         async with self._lock, self._writer.transaction():
             await self._writer.execute("SELECT pg_advisory_xact_lock(hashtext('bot schema'))")
-            if await self.schema_version() >= LATEST_VERSION:
-                return []
-            await self._writer.execute(SCHEMA)
-            await self._writer.execute("INSERT INTO schema_version (version) VALUES ($1)",
-                                       LATEST_VERSION)
-        log.info("created the PostgreSQL schema at version %d", LATEST_VERSION)
-        return [LATEST_VERSION]
+            version = await self.schema_version()
+            steps = [(BASE_VERSION, SCHEMA)] if version == 0 else []
+            steps += [(number, sql) for number, sql in UPGRADES if number > version]
+            for number, sql in steps:
+                await self._writer.execute(sql)
+                await self._writer.execute("INSERT INTO schema_version (version) VALUES ($1)",
+                                           number)
+                applied.append(number)
+        for number in applied:
+            log.info("applied PostgreSQL schema version %d", number)
+        return applied
 
     async def has_table(self, name: str) -> bool:
         """Whether the schema has this table (a database not yet migrated may lack it)."""

@@ -1,8 +1,10 @@
 """The PostgreSQL schema: SQLite's after its last migration, table for table and column for
 column, so both engines' repositories read and write the same rows.
 
-A PostgreSQL database starts at this version (there is no older one to carry forward); a
-migration added to SQLite's list gets its PostgreSQL statement here, with the same number.
+An empty PostgreSQL database gets `SCHEMA` (SQLite's after its migration 16, where the
+PostgreSQL engine began), then each of `UPGRADES`; a database made by an earlier version of the
+bot gets the upgrades above its version. A migration added to SQLite's list gets its
+PostgreSQL statement in `UPGRADES`, with the same number.
 Types: Telegram's ids and every count are BIGINT, times DOUBLE PRECISION (Unix seconds, as in
 SQLite), flags INTEGER 0/1 and lists JSON text, as SQLite keeps them.
 """
@@ -11,8 +13,7 @@ from __future__ import annotations
 
 from bot.storage.sqlite.migrations import LATEST_VERSION as SQLITE_VERSION
 
-LATEST_VERSION = 18
-assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQL statement here"
+BASE_VERSION = 16  # what SCHEMA creates
 
 SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -32,8 +33,7 @@ CREATE TABLE chats (
     inactive_since  DOUBLE PRECISION,
     inactive_reason TEXT,
     created_at      DOUBLE PRECISION NOT NULL,
-    last_seen_at    DOUBLE PRECISION NOT NULL,
-    rating_buttons  INTEGER NOT NULL DEFAULT 1
+    last_seen_at    DOUBLE PRECISION NOT NULL
 );
 
 CREATE TABLE subscriptions (
@@ -66,10 +66,6 @@ CREATE TABLE papers (
     from_feed        INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX papers_first_seen ON papers(first_seen_at);
--- Inline search: PostgreSQL's full-text search over the same text SQLite's FTS5 index holds
--- (there, tables paper_text and paper_text_ids), as an index on the papers table itself.
-CREATE INDEX papers_text ON papers USING GIN (to_tsvector('simple', title || ' ' || authors
-                                                          || ' ' || abstract));
 
 CREATE TABLE paper_versions (
     arxiv_id      TEXT NOT NULL REFERENCES papers(arxiv_id) ON DELETE CASCADE,
@@ -263,6 +259,22 @@ CREATE TABLE integrity_checks (
     problem  TEXT
 );
 """
+
+# Each later version's statements, in order (the numbers of SQLite's migrations).
+UPGRADES: tuple[tuple[int, str], ...] = (
+    (17, """
+    -- Inline search: PostgreSQL's full-text search over the same text SQLite's FTS5 index
+    -- holds (there, tables paper_text and paper_text_ids), as an index on the papers table.
+    CREATE INDEX papers_text ON papers USING GIN (to_tsvector('simple', title || ' ' || authors
+                                                              || ' ' || abstract));
+    """),
+    (18, """
+    -- A chat may leave the 👍 / 👎 buttons out of its alerts once it rates by reaction.
+    ALTER TABLE chats ADD COLUMN rating_buttons INTEGER NOT NULL DEFAULT 1;
+    """),
+)
+LATEST_VERSION = UPGRADES[-1][0] if UPGRADES else BASE_VERSION
+assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQL statement here"
 
 # Tables in the order a copy fills them (a table after those it references).
 TABLES = ("chats", "subscriptions", "papers", "paper_versions", "outbox", "saved", "sources",
