@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -23,6 +24,7 @@ from bot.config import Settings, load_settings
 from bot.core.clock import Clock, ManualClock
 from bot.core.models import AnnounceType, Paper
 from bot.delivery.pacing import Pacer
+from bot.runtime import build_bot
 from bot.services.budget import UNLIMITED, BudgetPolicy
 from bot.services.container import Services
 from bot.services.daily import queue_for_you, send_due_digests
@@ -327,6 +329,30 @@ async def start_bot(settings: Settings, clock: Clock, pacer: Pacer | None = None
     await app.start()
     await app.updater.start_polling(poll_interval=0, timeout=1, allowed_updates=ALLOWED_UPDATES)
     return app
+
+
+async def start_bot_with_jobs(settings: Settings, clock: Clock) -> Application:
+    """The whole bot as `python -m bot` builds it (`runtime.build_bot`): the chat edge and its
+    scheduled jobs, started and polling the fake Telegram."""
+    app = build_bot(settings, clock, pacer=Pacer(rate=1000, private_interval=0,
+                                                 group_interval=0))
+    await app.initialize()
+    await app.post_init(app)
+    await app.start()
+    await app.updater.start_polling(poll_interval=0, timeout=1, allowed_updates=ALLOWED_UPDATES)
+    return app
+
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+
+
+async def digest_at_eight_in_shanghai(harness: Harness, chat_id: int) -> None:
+    """At 20:00 on 1 December in Shanghai, the chat follows cs.LG with one daily digest at
+    08:00 Shanghai time."""
+    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=SHANGHAI).timestamp())
+    await harness.ask(chat_id, "/follow cs.LG")
+    await harness.ask(chat_id, "/tz Asia/Shanghai")
+    await harness.ask(chat_id, "/digest 08:00")
 
 
 async def stop_bot(app: Application) -> None:

@@ -13,9 +13,15 @@ import pytest
 
 import bot.jobs.schedule
 from bot.core.clock import ManualClock
-from bot.delivery.pacing import Pacer
-from bot.runtime import build_bot
-from tests.conftest import Harness, make_paper, make_settings, stop_bot
+from tests.conftest import (
+    SHANGHAI,
+    Harness,
+    digest_at_eight_in_shanghai,
+    make_paper,
+    make_settings,
+    start_bot_with_jobs,
+    stop_bot,
+)
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import FakeTelegram
 
@@ -33,12 +39,7 @@ async def scheduled(tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: Fak
     monkeypatch.setattr(bot.jobs.schedule, "FIRST_POLL_DELAY", 3600.0)
     clock = ManualClock(time.time())
     settings = make_settings(tmp_path, fake_telegram, fake_arxiv)
-    app = build_bot(settings, clock, pacer=Pacer(rate=1000, private_interval=0,
-                                                 group_interval=0))
-    await app.initialize()
-    await app.post_init(app)
-    await app.start()
-    await app.updater.start_polling(poll_interval=0, timeout=1)
+    app = await start_bot_with_jobs(settings, clock)
     yield Harness(fake_telegram, fake_arxiv, app, clock, settings)
     await stop_bot(app)
 
@@ -46,18 +47,14 @@ async def scheduled(tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: Fak
 async def test_the_running_bots_scheduler_sends_the_digest_at_the_chats_hour(
         scheduled: Harness) -> None:
     harness = scheduled
-    shanghai = ZoneInfo("Asia/Shanghai")
-    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=shanghai).timestamp())
-    await harness.ask(CHAT, "/follow cs.LG")
-    await harness.ask(CHAT, "/tz Asia/Shanghai")
-    await harness.ask(CHAT, "/digest 08:00")
+    await digest_at_eight_in_shanghai(harness, CHAT)
     before = len(harness.tg.messages(CHAT))
     harness.serve_feed([make_paper(n) for n in (1, 2)])
     await harness.poll()
     assert len(harness.tg.messages(CHAT)) == before, "digest mode holds instant alerts"
     assert harness.app.job_queue.get_jobs_by_name("digests"), "the job is scheduled"
 
-    harness.clock.set(datetime(2026, 12, 2, 8, 0, 30, tzinfo=shanghai).timestamp())
+    harness.clock.set(datetime(2026, 12, 2, 8, 0, 30, tzinfo=SHANGHAI).timestamp())
     digest = await harness.tg.wait_for_message(CHAT, contains="part 2", timeout=30)
     assert "part 1" in digest.text
     # The job marks the day once the digest is out.

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
 import bibtexparser
 
-from tests.conftest import Harness, make_paper
+from tests.conftest import SHANGHAI, Harness, digest_at_eight_in_shanghai, make_paper
 
 CHAT = 7001
 
@@ -158,8 +157,7 @@ async def test_pause_keeps_matches_and_resume_delivers_them_as_a_digest(harness:
 
 
 async def test_daily_digest_arrives_at_0800_in_shanghai(harness: Harness) -> None:
-    shanghai = ZoneInfo("Asia/Shanghai")
-    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=shanghai).timestamp())
+    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=SHANGHAI).timestamp())
     await harness.ask(CHAT, "/follow cs.LG")
     tz = await harness.ask(CHAT, "/tz asia/shanghai")
     assert "Asia/Shanghai" in tz.text
@@ -169,9 +167,9 @@ async def test_daily_digest_arrives_at_0800_in_shanghai(harness: Harness) -> Non
     await ingest(harness, 3)
     assert len(harness.tg.messages(CHAT)) == before, "digest mode holds instant alerts"
 
-    harness.clock.set(datetime(2026, 12, 2, 7, 59, tzinfo=shanghai).timestamp())
+    harness.clock.set(datetime(2026, 12, 2, 7, 59, tzinfo=SHANGHAI).timestamp())
     assert await harness.send_due_digests() == 0
-    harness.clock.set(datetime(2026, 12, 2, 8, 0, 30, tzinfo=shanghai).timestamp())
+    harness.clock.set(datetime(2026, 12, 2, 8, 0, 30, tzinfo=SHANGHAI).timestamp())
     assert await harness.send_due_digests() == 1
     digest = await harness.tg.wait_for_message(CHAT, contains="part 3")
     assert "part 1" in digest.text and "part 2" in digest.text
@@ -212,13 +210,9 @@ async def test_status_is_for_operators_only(harness: Harness) -> None:
 
 
 async def test_a_digest_hour_with_nothing_waiting_sends_nothing(harness: Harness) -> None:
-    shanghai = ZoneInfo("Asia/Shanghai")
-    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=shanghai).timestamp())
-    await harness.ask(CHAT, "/follow cs.LG")
-    await harness.ask(CHAT, "/tz Asia/Shanghai")
-    await harness.ask(CHAT, "/digest 08:00")
+    await digest_at_eight_in_shanghai(harness, CHAT)
     before = len(harness.tg.messages(CHAT))
-    harness.clock.set(datetime(2026, 12, 2, 8, 1, tzinfo=shanghai).timestamp())
+    harness.clock.set(datetime(2026, 12, 2, 8, 1, tzinfo=SHANGHAI).timestamp())
     assert await harness.send_due_digests() == 0
     await harness.settle()
     assert len(harness.tg.messages(CHAT)) == before
@@ -227,13 +221,9 @@ async def test_a_digest_hour_with_nothing_waiting_sends_nothing(harness: Harness
 
 
 async def test_a_daily_digest_of_one_paper_says_so_in_the_singular(harness: Harness) -> None:
-    shanghai = ZoneInfo("Asia/Shanghai")
-    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=shanghai).timestamp())
-    await harness.ask(CHAT, "/follow cs.LG")
-    await harness.ask(CHAT, "/tz Asia/Shanghai")
-    await harness.ask(CHAT, "/digest 08:00")
+    await digest_at_eight_in_shanghai(harness, CHAT)
     await ingest(harness, 1)
-    harness.clock.set(datetime(2026, 12, 2, 8, 0, tzinfo=shanghai).timestamp())
+    harness.clock.set(datetime(2026, 12, 2, 8, 0, tzinfo=SHANGHAI).timestamp())
     assert await harness.send_due_digests() == 1
     digest = await harness.tg.wait_for_message(CHAT, contains="part 1")
     assert "1 new match" in digest.text and "1 new matches" not in digest.text

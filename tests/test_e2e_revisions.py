@@ -11,12 +11,17 @@ from pathlib import Path
 import pytest
 
 from bot.core.clock import ManualClock
-from bot.delivery.pacing import Pacer
 from bot.jobs.poll import poll_job
 from bot.jobs.routine import tracked
-from bot.runtime import build_bot
 from bot.storage import Storage
-from tests.conftest import ON_BOTH_ENGINES, Harness, make_paper, make_settings, stop_bot
+from tests.conftest import (
+    ON_BOTH_ENGINES,
+    Harness,
+    make_paper,
+    make_settings,
+    start_bot_with_jobs,
+    stop_bot,
+)
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import FakeTelegram
 
@@ -69,12 +74,7 @@ async def live(tmp_path: Path, fake_telegram: FakeTelegram,
     start-up and the drain job every 2 s; later polls are started by the test."""
     clock = ManualClock(time.time())
     settings = make_settings(tmp_path, fake_telegram, fake_arxiv, POLL_INTERVAL_SECONDS="3600")
-    app = build_bot(settings, clock,
-                            pacer=Pacer(rate=1000, private_interval=0, group_interval=0))
-    await app.initialize()
-    await app.post_init(app)
-    await app.start()
-    await app.updater.start_polling(poll_interval=0, timeout=1)
+    app = await start_bot_with_jobs(settings, clock)
     yield Harness(fake_telegram, fake_arxiv, app, clock, settings)
     await stop_bot(app)
 

@@ -21,10 +21,16 @@ import pytest
 import pytest_asyncio
 
 from bot.core.clock import ManualClock
-from tests.conftest import Harness, make_paper, make_settings, start_bot, stop_bot
+from tests.conftest import Harness, make_settings, start_bot, stop_bot
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.telegram_server import FakeTelegram
-from tests.fakes.webapp import WebUnderTest, init_data, telegram_stand_in, web_app
+from tests.fakes.webapp import (
+    WebUnderTest,
+    announce_three_papers,
+    init_data,
+    telegram_stand_in,
+    web_app,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
@@ -69,13 +75,7 @@ async def running_bot(tmp_path: Path, tg: FakeTelegram, arxiv: FakeArxivServer
     settings = make_settings(tmp_path, tg, arxiv)
     app = await start_bot(settings, clock)
     harness = Harness(tg, arxiv, app, clock, settings)
-    harness.serve_feed([
-        make_paper(1, title="Sparse attention at scale"),
-        make_paper(2, title="Graph neural networks for chemistry", categories=("cs.CE",),
-                   authors=("Ana Núñez",)),
-        make_paper(3, title=r"Diffusion with $\alpha$-divergence", categories=("stat.ML",)),
-    ])
-    await harness.poll()
+    await announce_three_papers(harness)
     try:
         async with web_app(harness) as web:
             yield web

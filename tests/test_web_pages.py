@@ -9,20 +9,14 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.conftest import Harness, make_paper
-from tests.fakes.webapp import WebUnderTest, web_app
+from tests.fakes.webapp import WebUnderTest, announce_three_papers, web_app
 
 ADA = 7001
 
 
 @pytest.fixture
 async def web(harness: Harness) -> AsyncIterator[WebUnderTest]:
-    harness.serve_feed([
-        make_paper(1, title="Sparse attention at scale"),
-        make_paper(2, title="Graph neural networks for chemistry", categories=("cs.CE",),
-                   authors=("Ana Núñez",)),
-        make_paper(3, title=r"Diffusion with $\alpha$-divergence", categories=("stat.ML",)),
-    ])
-    await harness.poll()
+    await announce_three_papers(harness)
     async with web_app(harness) as under_test:
         yield under_test
 

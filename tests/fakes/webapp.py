@@ -13,7 +13,7 @@ import httpx
 from bot.services.chats import start_param_of
 from bot.web.auth import sign
 from bot.web.server import WebApp
-from tests.conftest import Harness
+from tests.conftest import Harness, make_paper
 
 PATH = "/app"
 
@@ -80,3 +80,15 @@ async def web_app(harness: Harness) -> AsyncIterator[WebUnderTest]:
             yield WebUnderTest(harness, app, f"http://127.0.0.1:{port}{PATH}", client)
     finally:
         await app.stop()
+
+
+async def announce_three_papers(harness: Harness) -> None:
+    """The pages' papers, announced and polled: one with an accented author, one with LaTeX in
+    its title, in three categories."""
+    harness.serve_feed([
+        make_paper(1, title="Sparse attention at scale"),
+        make_paper(2, title="Graph neural networks for chemistry", categories=("cs.CE",),
+                   authors=("Ana Núñez",)),
+        make_paper(3, title=r"Diffusion with $\alpha$-divergence", categories=("stat.ML",)),
+    ])
+    await harness.poll()
