@@ -157,6 +157,7 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
                         held_since=lambda: pipeline.storing_since)
         run = run or RunState(started_at=clock.now())
         budget = CommandBudget(wiring.budget)
+        papers = Papers(storage, lookups, ranker, clock, guide=features.guides)
         yield Services(
             settings=settings, clock=clock, storage=storage, subscriptions=subscriptions,
             arxiv=arxiv, lookups=lookups, importer=LibraryImporter(storage, lookups),
@@ -165,9 +166,9 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
             run=run, overview=Overview(settings, storage, subscriptions, ranker, clock, run),
             chats=ChatSettings(storage, ranker, clock, subscriptions),
             library=Library(storage, clock),
-            papers=Papers(storage, lookups, ranker, clock, guide=features.guides),
+            papers=papers,
             topics=ForumTopics(storage), previews=Previews(storage, clock),
-            inline=InlineSearch(storage, lookups, budget, clock), guides=guides,
+            inline=InlineSearch(storage, papers, budget, clock), guides=guides,
             community=community,
             trending=None if community is None else Trending(community, subscriptions, storage),
         )

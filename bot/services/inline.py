@@ -8,13 +8,14 @@ import asyncio
 from dataclasses import dataclass
 
 from bot.arxiv.errors import ArxivError
-from bot.arxiv.lookups import LookupQueue, TooManyLookups
+from bot.arxiv.lookups import TooManyLookups
 from bot.core.clock import Clock
 from bot.core.constants import DAY
 from bot.core.models import ArxivId, Paper
 from bot.library import search as library_search
 from bot.query.text import words
 from bot.services.budget import LOOKUP_COST, CommandBudget
+from bot.services.papers import Papers
 from bot.storage import Storage
 
 INLINE_RESULTS = 20  # Telegram shows a short list; at most 50 are allowed
@@ -35,10 +36,10 @@ class InlineSearch:
     """Answers inline queries from the full-text index; only an unknown id costs arXiv a
     request, through the fair look-up queue and the user's command budget."""
 
-    def __init__(self, storage: Storage, lookups: LookupQueue, budget: CommandBudget,
+    def __init__(self, storage: Storage, papers: Papers, budget: CommandBudget,
                  clock: Clock, *, typing_pause: float = TYPING_PAUSE) -> None:
         self._storage = storage
-        self._lookups = lookups
+        self._papers = papers
         self._budget = budget
         self._clock = clock
         self._typing_pause = typing_pause
@@ -78,7 +79,7 @@ class InlineSearch:
         return InlineAnswer(tuple(found[:INLINE_RESULTS]))
 
     async def _paper(self, user_id: int, arxiv_id: ArxivId, number: int) -> Paper | None:
-        stored = await self._storage.papers.get(arxiv_id.base, arxiv_id.version)
+        stored = await self._papers.stored(arxiv_id.base, arxiv_id.version)
         if stored is not None:
             return stored
         await asyncio.sleep(self._typing_pause)
@@ -86,10 +87,7 @@ class InlineSearch:
             return None  # the user typed on: a newer query will ask
         if not self._budget.charge(user_id, None, LOOKUP_COST, self._clock.now()).allowed:
             return None
-        try:
-            found = await self._lookups.submit(user_id, arxiv_id)
+        try:  # as /paper looks it up: the user's line of the fair queue, then kept
+            return await self._papers.kept(self._papers.look_up(user_id, arxiv_id))
         except (TooManyLookups, ArxivError):
             return None
-        if found is not None:
-            await self._storage.papers.cache_lookups([found], self._clock.now())
-        return found
