@@ -321,21 +321,21 @@ async def start_bot(settings: Settings, clock: Clock, pacer: Pacer | None = None
                     budget: BudgetPolicy = UNLIMITED) -> Application:
     """The bot, started. Scripted chats type far faster than any person, so the command budget
     is off unless a test passes one (the budget's own tests pass the real `BudgetPolicy()`)."""
-    app = build_application(settings, clock,
-                            pacer=pacer or Pacer(rate=1000, private_interval=0, group_interval=0),
-                            budget=budget)
-    await app.initialize()
-    await app.post_init(app)
-    await app.start()
-    await app.updater.start_polling(poll_interval=0, timeout=1, allowed_updates=ALLOWED_UPDATES)
-    return app
+    return await _started(build_application(
+        settings, clock, pacer=pacer or Pacer(rate=1000, private_interval=0, group_interval=0),
+        budget=budget))
 
 
 async def start_bot_with_jobs(settings: Settings, clock: Clock) -> Application:
     """The whole bot as `python -m bot` builds it (`runtime.build_bot`): the chat edge and its
     scheduled jobs, started and polling the fake Telegram."""
-    app = build_bot(settings, clock, pacer=Pacer(rate=1000, private_interval=0,
-                                                 group_interval=0))
+    return await _started(build_bot(settings, clock, pacer=Pacer(
+        rate=1000, private_interval=0, group_interval=0)))
+
+
+async def _started(app: Application) -> Application:
+    """`app` initialised, its services opened (post_init), started and polling the fake
+    Telegram for the updates the bot asks for."""
     await app.initialize()
     await app.post_init(app)
     await app.start()

@@ -284,12 +284,10 @@ def render_shared_card(paper: Paper, *, bot_username: str, lang: str = "en"
     with links only (the chat it lands in has no library here to save into: ⭐ opens the paper
     in the bot, whose card has Save)."""
     card = render_alert(paper, kind="card", lang=lang)
-    return RenderedMessage(card.text, InlineKeyboardMarkup([[
-        InlineKeyboardButton(t(lang, "⭐ Save"),
-                             url=f"https://t.me/{bot_username}?start={paper_start(ArxivId(paper.arxiv_id))}"),
-        InlineKeyboardButton(t(lang, "🌐 arXiv"), url=paper.abs_url),
-        InlineKeyboardButton(t(lang, "📥 PDF"), url=paper.pdf_url),
-    ]]))
+    save = InlineKeyboardButton(
+        t(lang, "⭐ Save"),
+        url=f"https://t.me/{bot_username}?start={paper_start(ArxivId(paper.arxiv_id))}")
+    return RenderedMessage(card.text, InlineKeyboardMarkup([[save, *_links(paper, lang)]]))
 
 
 def _alert_html(
@@ -449,15 +447,18 @@ def alert_keyboard(
             label = t(lang, "🔼 Collapse") if expanded else t(lang, "📄 Full abstract")
             data = encode(ToggleAbstract(paper_id, expand=not expanded))
             first_row.append(InlineKeyboardButton(label, callback_data=data))
-    links = [
-        InlineKeyboardButton(t(lang, "🌐 arXiv"), url=paper.abs_url),
-        InlineKeyboardButton(t(lang, "📥 PDF"), url=paper.pdf_url),
-    ]
+    links = _links(paper, lang)
     if guide and paper_id is not None:
         # Beside the links: the first row's two toggles already fill a phone's width.
         links.insert(0, InlineKeyboardButton(t(lang, "🧠 Guide"),
                                              callback_data=encode(ShowGuide(paper_id))))
     return InlineKeyboardMarkup([row for row in (first_row, links) if row])
+
+
+def _links(paper: Paper, lang: str) -> list[InlineKeyboardButton]:
+    """The paper's abstract page and PDF on arXiv."""
+    return [InlineKeyboardButton(t(lang, "🌐 arXiv"), url=paper.abs_url),
+            InlineKeyboardButton(t(lang, "📥 PDF"), url=paper.pdf_url)]
 
 
 def _save_button(action: ToggleSave, saved: bool, lang: str) -> InlineKeyboardButton:
