@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from bot import __version__
@@ -57,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(settings: Settings) -> int:
+def _run(settings: Settings, lock: object) -> int:
     # Database trouble (a damaged file, a schema newer than this code) is reported before
     # Telegram is tried (and before the second it takes to import the bot); a database
     # damaged during the run ends it with the same line.
@@ -70,7 +73,7 @@ def _run(settings: Settings) -> int:
     from bot.runtime import build_bot, run
 
     try:
-        return run(build_bot(settings), settings)
+        return run(build_bot(settings), settings, leadership=lock)
     except InvalidToken:
         print(TOKEN_REJECTED, file=sys.stderr)
         return 2
@@ -101,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     if (args.command in (None, "run", "migrate")
             or (args.command == "poll-once" and not args.dry_run)):
         try:
-            lock = hold_database(settings)
+            # On PostgreSQL the running bot stands by until it leads (a second host's bot).
+            with _stop_standing_by():
+                lock = hold_database(settings, stand_by=args.command in (None, "run"))
+        except KeyboardInterrupt:  # SIGTERM or Ctrl-C while standing by: a clean stop
+            return 0
         except DatabaseLocked as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -113,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"({exc.strerror}): check DATABASE_PATH", file=sys.stderr)
             return 2
     try:
-        return _dispatch(args, settings)
+        return _dispatch(args, settings, lock)
     except DatabaseError as exc:
         print(f"database error: {exc}", file=sys.stderr)
         return 2
@@ -122,9 +129,24 @@ def main(argv: list[str] | None = None) -> int:
             lock.release()
 
 
-def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+@contextlib.contextmanager
+def _stop_standing_by() -> Iterator[None]:
+    """SIGTERM while waiting for the lock ends the wait as Ctrl-C does (the standby then
+    takes its row out of the database's list of processes), not by the signal's default."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings, lock: object) -> int:
     if args.command in (None, "run"):
-        return _run(settings)
+        return _run(settings, lock)
     if args.command == "poll-once":
         from bot.cli import poll_once_cli
 

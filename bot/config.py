@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -83,6 +84,11 @@ class Settings:
     webapp_url: str = ""
     webapp_listen: str = "127.0.0.1"
     webapp_port: int = 8444
+    # Several bots on one PostgreSQL database: `health` reports the role of this instance's
+    # process ("": this machine's hostname); a leader that could not renew its lease for
+    # leader_lease_seconds stops sending, and a standby takes over after it.
+    instance_name: str = ""
+    leader_lease_seconds: int = 10
 
     def is_operator(self, user_id: int | None, chat_id: int) -> bool:
         """Whether this user may use operator commands (/status) in this chat.
@@ -100,6 +106,11 @@ class Settings:
     @property
     def guides_enabled(self) -> bool:
         return bool(self.llm_api_url)
+
+    @property
+    def instance(self) -> str:
+        """This bot's name among several on one database (`INSTANCE_NAME`, else the host's)."""
+        return self.instance_name or socket.gethostname()
 
     @property
     def database(self) -> str:
@@ -400,6 +411,8 @@ def load_settings(
         ),
         hf_poll_interval_seconds=read.integer("hf_poll_interval_seconds", 60, 7 * DAY),
         **webapp,
+        instance_name=read.text("instance_name"),
+        leader_lease_seconds=read.integer("leader_lease_seconds", 3, 60),
     )
 
 

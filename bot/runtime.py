@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 STOP_GRACE = 2.0
 STOP_CANCEL_WAIT = 3.0
 STOP_DEADLINE = 9.5
+# The exit code of a leader that lost its lock or lease: a failure to its service manager,
+# which starts it again (systemd's Restart=on-failure), and then it stands by.
+LOST_LEADERSHIP = 3
 
 
 def build_bot(settings: Settings, clock: Clock | None = None, *, pacer: Pacer | None = None,
@@ -111,6 +114,7 @@ class Stopper:
         self._application = application
         self.requested = asyncio.Event()
         self.damaged: DatabaseDamaged | None = None
+        self.lost_leadership: str | None = None  # why, once another bot may lead
         self._task: asyncio.Task[None] | None = None
 
     def install(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -134,6 +138,14 @@ class Stopper:
                 self.damaged = context.error
             self._begin("the database is damaged")
             raise ApplicationHandlerStop
+
+    def leadership_lost(self, reason: str) -> None:
+        """The database lock or lease is gone (PostgreSQL): the sender already sends nothing
+        (its lease check); the rest stops too, and the process exits for its service manager
+        to start it again, as a standby."""
+        if self.lost_leadership is None:
+            self.lost_leadership = reason
+        self._begin(f"no longer the leader: {reason}")
 
     def request(self, sig: signal.Signals = signal.SIGTERM) -> None:
         self._begin(signal.Signals(sig).name)
@@ -196,16 +208,21 @@ def _start_deadline() -> None:
     timer.start()
 
 
-def run(application: Application, settings: Settings) -> int:
+def run(application: Application, settings: Settings, *, leadership: object = None) -> int:
     """Connect, then long-poll or serve the webhook until a stop signal; the exit code.
 
     A database found damaged during the run raises its `DatabaseDamaged` once the bot has
     stopped: the start-up refusal's line and exit code, not a traceback per update.
+    `leadership`: the database's lock; one that can be lost (PostgreSQL's, `on_lost`) stops
+    the bot when it is, with exit code LOST_LEADERSHIP.
     """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     stopper = Stopper(application)
     stopper.install(loop)
+    on_lost = getattr(leadership, "on_lost", None)
+    if on_lost is not None:
+        on_lost(lambda reason: loop.call_soon_threadsafe(stopper.leadership_lost, reason))
     connected = False
     try:
         connected = loop.run_until_complete(connect(application, stopper.requested))
@@ -228,6 +245,10 @@ def run(application: Application, settings: Settings) -> int:
                                     stop_signals=None, close_loop=False)
         if stopper.damaged is not None:
             raise stopper.damaged
+        if stopper.lost_leadership is not None:
+            log.error("stopped: another bot may lead the database now (%s); start this one "
+                      "again to stand by", stopper.lost_leadership)
+            return LOST_LEADERSHIP
         return 0
     finally:
         loop.run_until_complete(stopper.finish())

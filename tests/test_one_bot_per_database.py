@@ -107,10 +107,11 @@ def test_the_lock_dies_with_a_killed_bot(
     assert "poll:" in after.stdout, after.stderr
 
 
-def test_on_postgresql_a_second_bot_anywhere_is_refused_until_the_first_dies(
+def test_on_postgresql_poll_once_anywhere_is_refused_until_the_running_bot_dies(
         tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer,
         postgres_server: PostgresServer) -> None:
-    """Two working folders stand for two hosts: no file lock is shared, the server's is."""
+    """Two working folders stand for two hosts: no file lock is shared, the server's is. (A
+    second `run` stands by instead: tests/test_standby.py.)"""
     url = postgres_server.new_database()
     first_host, second_host = tmp_path / "a", tmp_path / "b"
     first_host.mkdir()
@@ -122,7 +123,7 @@ def test_on_postgresql_a_second_bot_anywhere_is_refused_until_the_first_dies(
     try:
         fake_telegram.wait_for_sync(lambda: fake_telegram.waiting_polls > 0, timeout=30,
                                     what="the first bot to start long polling")
-        second = run(env, second_host)
+        second = run(env, second_host, "poll-once")
         assert second.returncode == 2
         lines = second.stderr.strip().splitlines()
         assert len(lines) == 1, second.stderr

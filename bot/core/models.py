@@ -433,3 +433,27 @@ class IntegrityCheck:
     @property
     def ok(self) -> bool:
         return self.problem is None
+
+
+class Role(StrEnum):
+    """What a bot process on a shared (PostgreSQL) database is doing."""
+
+    LEADER = "leader"  # polls arXiv, takes Telegram's updates, sends
+    STANDBY = "standby"  # waits for the leader's lock, opens nothing towards Telegram or arXiv
+
+
+@dataclass(frozen=True, slots=True)
+class Leadership:
+    """The leader lease as the database holds it, seen from one instance (`INSTANCE_NAME`):
+    the current term and its holder, how long ago the lease was renewed, and this instance's
+    role (None: no process of this instance is running)."""
+
+    term: int
+    leader: str  # the holder's own description: "pid 123 on host-a"
+    lease_age: float  # seconds since the leader last renewed its lease (by the server's clock)
+    lease_seconds: float  # how long a lease lasts without renewal
+    role: Role | None
+
+    @property
+    def leader_alive(self) -> bool:
+        return self.lease_age <= self.lease_seconds

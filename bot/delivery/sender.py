@@ -425,7 +425,9 @@ class Sender:
             self._idle.clear()
             try:
                 async with self._pacer.turn(chat.id):
-                    outcome = Stopped() if self._stopping else await self._request(
+                    # A leader whose lease ran out meanwhile (PostgreSQL) sends nothing more.
+                    stop = self._stopping or not self._store.leading()
+                    outcome = Stopped() if stop else await self._request(
                         chat.id, outgoing, text, parse_mode)
                 if isinstance(outcome, Stopped):
                     await outbox.unclaim(row_ids)

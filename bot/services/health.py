@@ -10,7 +10,7 @@ import contextlib
 from dataclasses import dataclass
 
 from bot.config import Settings
-from bot.core.models import Beat, IntegrityCheck
+from bot.core.models import Beat, IntegrityCheck, Leadership, Role
 from bot.core.text import duration
 from bot.storage import Storage
 from bot.storage.errors import DatabaseDamaged, DatabaseError
@@ -40,11 +40,37 @@ class Health:
     telegram: BeatAge
     now: float
     integrity: IntegrityCheck | None = None  # None: the database was never checked yet
+    # Several bots on one (PostgreSQL) database: whether one is shared, and its leader lease
+    # as this instance sees it (None there: no bot has led the database yet).
+    shared: bool = False
+    leadership: Leadership | None = None
 
     @property
     def ok(self) -> bool:
         return not (self.arxiv.stale(self.now) or self.telegram.stale(self.now)
-                    or self._integrity_failed)
+                    or self._integrity_failed or self._role_failed)
+
+    @property
+    def _role_failed(self) -> bool:
+        lease = self.leadership
+        return self.shared and (lease is None or lease.role is None or not lease.leader_alive)
+
+    def _describe_role(self) -> str:
+        lease = self.leadership
+        if lease is None:
+            return "no bot has led this database yet"
+        age = f"{lease.lease_age:.1f} s"
+        if lease.role is Role.LEADER:
+            role = f"leader (term {lease.term}, lease renewed {age} ago)"
+        elif lease.role is Role.STANDBY:
+            role = (f"standby (the leader is {lease.leader}, term {lease.term}, lease renewed "
+                    f"{age} ago)")
+        else:
+            role = "no bot of this instance (INSTANCE_NAME) is running"
+        if not lease.leader_alive:
+            role += (f"; NO LEADER: the lease of term {lease.term} ({lease.leader}) is {age} "
+                     f"old, past its {lease.lease_seconds:.0f} s")
+        return role
 
     @property
     def _integrity_failed(self) -> bool:
@@ -55,6 +81,8 @@ class Health:
         beats = [(self._describe(self.arxiv, "arXiv poll"), self.arxiv.stale(self.now)),
                  (self._describe(self.telegram, "Telegram call"), self.telegram.stale(self.now))]
         parts = [*beats, (self._describe_integrity(), self._integrity_failed)]
+        if self.shared:
+            parts.insert(0, (self._describe_role(), self._role_failed))
         bad = [text for text, failing in parts if failing]
         fine = [text for text, failing in parts if not failing]
         if not bad:
@@ -80,7 +108,8 @@ class Health:
 
 
 def assess(beats: dict[Beat, float], settings: Settings, now: float,
-           integrity: IntegrityCheck | None = None) -> Health:
+           integrity: IntegrityCheck | None = None, leadership: Leadership | None = None, *,
+           shared: bool = False) -> Health:
     return Health(
         arxiv=BeatAge(Beat.ARXIV_POLL, beats.get(Beat.ARXIV_POLL),
                         settings.health_max_arxiv_age_seconds),
@@ -88,6 +117,8 @@ def assess(beats: dict[Beat, float], settings: Settings, now: float,
                            settings.health_max_telegram_age_seconds),
         now=now,
         integrity=integrity,
+        shared=shared,
+        leadership=leadership,
     )
 
 

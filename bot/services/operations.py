@@ -99,15 +99,18 @@ async def check_database(settings: Settings) -> None:
         await storage.close()
 
 
-def hold_database(settings: Settings) -> DatabaseLock | PostgresLock:
+def hold_database(settings: Settings, *, stand_by: bool = False) -> DatabaseLock | PostgresLock:
     """The database's lock, for whatever sends or stores alerts, held for as long as it runs:
     two processes sending from one outbox would both send every alert. Raises
-    `DatabaseLocked` at once when another bot holds it (on PostgreSQL, from any host)."""
+    `DatabaseLocked` at once when another bot holds it (on PostgreSQL, from any host), unless
+    `stand_by` (the running bot on PostgreSQL): then it waits as a standby until it leads."""
     if is_postgres(settings.database):
         # Imported here: asyncpg costs every start of a SQLite bot 50 ms otherwise.
         from bot.storage.postgres.lock import PostgresLock
 
-        return PostgresLock(settings.database).acquire()
+        lock = PostgresLock(settings.database, instance=settings.instance,
+                            lease_seconds=settings.leader_lease_seconds)
+        return lock.stand_by() if stand_by else lock.acquire()
     return DatabaseLock(settings.database_path).acquire()
 
 
@@ -139,6 +142,8 @@ async def health(settings: Settings) -> Health:
     try:
         beats = await storage.heartbeats.all()
         integrity = await storage.heartbeats.last_check()
+        leadership = await storage.leadership(settings.instance)
     finally:
         await storage.close()
-    return assess(beats, settings, SystemClock().now(), integrity)
+    return assess(beats, settings, SystemClock().now(), integrity, leadership,
+                  shared=is_postgres(settings.database))

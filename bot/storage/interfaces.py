@@ -29,6 +29,7 @@ from bot.core.models import (
     GroupMember,
     Guide,
     IntegrityCheck,
+    Leadership,
     LibraryEntry,
     OutboxRow,
     Paper,
@@ -238,6 +239,14 @@ class Storage(Protocol):
 
     async def free_bytes(self) -> int:
         """How much of it holds nothing (what compaction would give back)."""
+
+    def leading(self) -> bool:
+        """Whether this process may send now: on SQLite always (its file lock lasts as long as
+        the process), on PostgreSQL while its leader lease is current (and without one)."""
+
+    async def leadership(self, instance: str) -> Leadership | None:
+        """The leader lease as stored, seen from `instance` (its role); None on SQLite, and
+        before any bot has led the database."""
 
     async def close(self) -> None: ...
 

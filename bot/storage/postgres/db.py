@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import re
+import socket
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -33,6 +35,9 @@ READERS = 4  # pooled read connections: reads never wait for the writer's transa
 # just before is sent again, as after such a crash on SQLite. Without it every claim and every
 # sent mark waits for a flush to disk (29 ms a message where SQLite takes 7, bench/engines.py).
 WRITER_SETTINGS = {"synchronous_commit": "off"}
+# What pg_stat_activity shows for the bot's data connections (the lock's own says the same
+# without "(data)"): an operator, or a test, finds a process's backends by it.
+APPLICATION_NAME = f"arxiv-alert-bot pid {os.getpid()} on {socket.gethostname()} (data)"[:63]
 # A literal, a `::` cast (left alone), or a placeholder: `?` or `:name`.
 _TOKEN = re.compile(r"'(?:[^']|'')*'|::|\?|:([A-Za-z_]\w*)")
 _STATUS_COUNT = re.compile(r" (\d+)$")
@@ -157,12 +162,14 @@ class Database:
         `migrate=False`). With `create=False` a database without the bot's tables is an
         error. Whatever goes wrong raises `DatabaseError` and leaves no connection open."""
         with engine_errors(url):
-            writer = await asyncpg.connect(url, timeout=timeout, server_settings=WRITER_SETTINGS)
+            writer = await asyncpg.connect(url, timeout=timeout, server_settings={
+                **WRITER_SETTINGS, "application_name": APPLICATION_NAME})
         readers = None
         try:
             with engine_errors(url):
-                readers = await asyncpg.create_pool(url, min_size=1, max_size=READERS,
-                                                    timeout=timeout)
+                readers = await asyncpg.create_pool(
+                    url, min_size=1, max_size=READERS, timeout=timeout,
+                    server_settings={"application_name": APPLICATION_NAME})
                 db = cls(url, writer, readers)
                 version = await db.schema_version()
                 if version > LATEST_VERSION:

@@ -16,6 +16,7 @@ from typing import Any
 
 from bot.core.models import Alert, ForYouRow, GroupMember, OutboxRow, Paper
 from bot.storage.postgres.db import Connection
+from bot.storage.postgres.lock import fencing_term, leading
 from bot.storage.sqlite.chats import ChatRepository, ChatsInTransaction
 from bot.storage.sqlite.community import CommunityRepository
 from bot.storage.sqlite.feedback import FeedbackRepository
@@ -47,26 +48,57 @@ class _NotAllPending(Exception):
     """Some of the rows to claim were no longer pending: the claim is rolled back."""
 
 
+# A statement's fence: true only while the term it names is the database's current one, so a
+# leader a successor has replaced can neither claim a row nor change a claimed one.
+_FENCE = " AND (SELECT term FROM bot_leadership WHERE id = 1) = ?"
+
+
 class _Claims:
     """A claim as one UPDATE of pending rows: it locks them, so of two processes claiming the
-    same rows one waits, then finds them claimed and claims nothing."""
+    same rows one waits, then finds them claimed and claims nothing.
+
+    In a process that leads (`bot.storage.postgres.lock`), a claim is refused at once when its
+    lease has run out, and every claim and change of claimed rows carries its term, which the
+    statement checks against the current one."""
 
     _table: str
     _db: Any
     _PENDING = "status = 'pending'"  # PostgreSQL's planner needs no hint
 
     async def claim(self, row_ids: Sequence[int], now: float) -> bool:
+        if not leading():
+            return False
+        term = fencing_term()
+        fence, fence_args = (_FENCE.replace("?", "$3"), [term]) if term is not None else ("", [])
         try:
             async with self._db.transaction() as conn:
                 claimed = await conn.raw.fetchval(
                     f"WITH claimed AS (UPDATE {self._table} SET status = 'sending', "
-                    f"claimed_at = $1 WHERE id = ANY($2::bigint[]) AND status = 'pending' "
-                    f"RETURNING 1) SELECT COUNT(*) FROM claimed", now, list(row_ids))
+                    f"claimed_at = $1 WHERE id = ANY($2::bigint[]) AND status = 'pending'"
+                    f"{fence} RETURNING 1) SELECT COUNT(*) FROM claimed",
+                    now, list(row_ids), *fence_args)
                 if claimed != len(row_ids):
                     raise _NotAllPending
         except _NotAllPending:
             return False
         return True
+
+    async def _set_claimed_in(self, conn: Connection, row_ids: Sequence[int],  # type: ignore[override]
+                              assignments: str, params: Sequence[object] = (), *,
+                              only_sending: bool = False) -> None:
+        term = fencing_term()
+        where = " AND status = 'sending'" if only_sending else ""
+        fence, fence_args = (_FENCE, [term]) if term is not None else ("", [])
+        await conn.execute(
+            f"UPDATE {self._table} SET {assignments} WHERE id = ANY(?::bigint[]){where}{fence}",
+            (*params, list(row_ids), *fence_args))
+
+    async def requeue_claimed(self) -> int:
+        term = fencing_term()
+        fence, fence_args = (_FENCE, (term,)) if term is not None else ("", ())
+        return await self._db.execute(
+            f"UPDATE {self._table} SET status = 'pending', claimed_at = NULL "
+            f"WHERE status = 'sending'{fence}", fence_args)
 
 
 class OutboxRepository(_Claims, SqliteOutbox):

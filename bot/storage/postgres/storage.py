@@ -7,9 +7,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from bot.config import hide_password
+from bot.core.models import Leadership, Role
 from bot.storage.errors import DatabaseError
 from bot.storage.interfaces import Compaction
 from bot.storage.postgres.db import Connection, Database, engine_errors
+from bot.storage.postgres.lock import leading
 from bot.storage.postgres.repositories import (
     ChatRepository,
     ChatsInTransaction,
@@ -102,6 +104,34 @@ class PostgresStorage:
     async def free_bytes(self) -> int:
         """What autovacuum has not yet given back is the server's to manage: counted as none."""
         return 0
+
+    def leading(self) -> bool:
+        return leading()
+
+    async def leadership(self, instance: str) -> Leadership | None:
+        """The lease row and `instance`'s processes (`bot.storage.postgres.lock`'s tables);
+        an instance's process counts as running while it was seen within a lease."""
+        if not await self.db.has_table("bot_leadership"):
+            return None
+        lease = await self.db.fetchone(
+            "SELECT term, holder, lease_seconds, "
+            "extract(epoch FROM clock_timestamp()) - renewed_at AS age "
+            "FROM bot_leadership WHERE id = 1")
+        if lease is None:
+            return None
+        processes = await self.db.fetchall(
+            "SELECT holder, role FROM bot_processes WHERE instance = ? "
+            "AND seen_at >= extract(epoch FROM clock_timestamp()) - ?",
+            (instance, lease["lease_seconds"]))
+        roles = {row["holder"]: Role(row["role"]) for row in processes}
+        role = None
+        if roles.get(lease["holder"]) is Role.LEADER:
+            role = Role.LEADER
+        elif roles:
+            role = Role.STANDBY
+        return Leadership(term=lease["term"], leader=lease["holder"],
+                          lease_age=max(0.0, float(lease["age"])),
+                          lease_seconds=float(lease["lease_seconds"]), role=role)
 
     async def close(self) -> None:
         await self.db.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import aiosqlite
 
+from bot.core.models import Leadership
 from bot.storage.interfaces import Compaction
 from bot.storage.sqlite.chats import ChatRepository, ChatsInTransaction
 from bot.storage.sqlite.community import CommunityRepository
@@ -93,6 +94,12 @@ class SqliteStorage:
 
     async def free_bytes(self) -> int:
         return await self.db.free_bytes()
+
+    def leading(self) -> bool:
+        return True  # the file lock is held for the life of the process: one bot, the leader
+
+    async def leadership(self, instance: str) -> Leadership | None:
+        return None
 
     async def close(self) -> None:
         await self.db.close()
