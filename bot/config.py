@@ -64,6 +64,7 @@ class Settings:
     health_max_arxiv_age_seconds: int = 3 * 3600
     health_max_telegram_age_seconds: int = 600
     send_window: int | None = None  # None: derived from the pace and a p99 round trip
+    paid_broadcast_stars_per_day: int = 0  # 0: paid broadcasts off
     arxiv_listing_url: str = "https://arxiv.org/list"
     # Polling by arXiv's calendar (bot/arxiv/freshness.py); POLL_INTERVAL_SECONDS stays the ceiling.
     arxiv_tight_poll_seconds: int = 60
@@ -400,6 +401,8 @@ def load_settings(
         **{name: read.integer(name, 1, DAY) for name in _CALENDAR_SECONDS},
         **_health(read, poll_interval),
         send_window=read.integer("send_window", 1, 1000),
+        paid_broadcast_stars_per_day=read.integer("paid_broadcast_stars_per_day", 0,
+                                                  100_000_000),
         llm_api_url=_url("LLM_API_URL", llm_api_url) if llm_api_url else "",
         llm_api_key=read.text("llm_api_key"),
         llm_model=llm_model,

@@ -1,4 +1,5 @@
-"""Pacing for Telegram's limits: ~30 messages/s overall, 1/s per private chat, 20/min per group.
+"""Pacing for Telegram's limits: ~30 messages/s overall, 1/s per private chat, 20/min per group;
+and up to 1,000 a second for messages sent as paid broadcasts (`allow_paid_broadcast`).
 
 The bot's one rate limiter: the sender asks it before each alert, and PTB's requests for
 everything else (replies, documents) pass through it as PTB's rate limiter (`PacedRateLimiter`).
@@ -17,6 +18,9 @@ from typing import Any
 from telegram.ext import BaseRateLimiter
 
 OVERALL_PER_SECOND = 30  # Telegram's overall limit, counted over any rolling second
+# Paid broadcasts ignore the overall limit, up to this many a second (0.1 Stars each); the
+# per-chat limits still hold.
+PAID_PER_SECOND = 1000
 PRIVATE_CHAT_INTERVAL = 1.0
 GROUP_CHAT_INTERVAL = 3.0  # 20 messages a minute
 # Telegram counts a send a little after we release it (the request's way there). What varies
@@ -47,9 +51,25 @@ class _Send:
     finished: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+@dataclass(eq=False, slots=True)
+class _Lane:
+    """One overall limit: sends spread `gap` apart, never more than `rate` in a second."""
+
+    gap: float
+    recent: deque[_Send]
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    last: float = float("-inf")
+
+    @classmethod
+    def at(cls, rate: float) -> _Lane:
+        return cls(SPACING / rate, deque(maxlen=max(1, int(rate))))
+
+
 class Pacer:
     """Releases sends so that Telegram never counts more than `rate` in one second, nor more
     than one per chat interval (groups and channels, which have negative ids, get the longer one).
+    Paid broadcasts go through a lane of their own at `paid_rate`, beside the free one; per-chat
+    intervals and flood waits hold for both.
 
     A send counts from the moment it is released, not from its answer: with several requests
     unconfirmed at once (the sender's window) a slow answer must not slow everyone else. So the
@@ -73,18 +93,17 @@ class Pacer:
         private_interval: float = PRIVATE_CHAT_INTERVAL,
         group_interval: float = GROUP_CHAT_INTERVAL,
         margin: float = SAFETY_MARGIN,
+        paid_rate: float = PAID_PER_SECOND,
     ) -> None:
-        self._gap = SPACING / rate
+        self._free = _Lane.at(rate)
+        self._paid = _Lane.at(paid_rate)
         self._window = 1.0 + margin
         self._margin = margin
-        self._recent: deque[_Send] = deque(maxlen=max(1, int(rate)))
         self._round_trips: deque[float] = deque(maxlen=ROUND_TRIP_MEMORY)
         self._private_interval = private_interval
         self._group_interval = group_interval
         self._monotonic = monotonic
         self._sleep = sleep
-        self._lock = asyncio.Lock()
-        self._last = float("-inf")
         self._paused_until = float("-inf")
         self._next_chat: dict[int, float] = {}
         # The two latest releases to each chat, to tell its own 429 from the overall one.
@@ -97,11 +116,11 @@ class Pacer:
             await self._sleep(delay)
 
     @asynccontextmanager
-    async def turn(self, chat_id: int) -> AsyncIterator[None]:
-        """Wait for the chat's and the overall turn, then send inside the block; the send
-        counts from when the block starts."""
+    async def turn(self, chat_id: int, *, paid: bool = False) -> AsyncIterator[None]:
+        """Wait for the chat's and the overall turn (of paid broadcasts if `paid`), then send
+        inside the block; the send counts from when the block starts."""
         await self.chat_ready(chat_id)
-        send = await self._release()
+        send = await self._release(self._paid if paid else self._free)
         interval = self._private_interval if chat_id > 0 else self._group_interval
         self._next_chat[chat_id] = max(self._next_chat.get(chat_id, 0.0),
                                        send.released + interval + self._margin)
@@ -113,17 +132,18 @@ class Pacer:
             send.finished.set()
             self._round_trips.append(send.answered - send.released)
 
-    async def _release(self) -> _Send:
+    async def _release(self, lane: _Lane) -> _Send:
         # Waiters queue on the lock in arrival order; the holder waits until its turn.
-        async with self._lock:
+        async with lane.lock:
             turn = None
             while True:
-                oldest = self._recent[0] if len(self._recent) == self._recent.maxlen else None
+                recent = lane.recent
+                oldest = recent[0] if len(recent) == recent.maxlen else None
                 if oldest is not None and oldest.answered is None:
                     await oldest.finished.wait()  # its excess round trip is not known yet
                     continue
                 now = self._monotonic()
-                due = max(self._last + self._gap, self._paused_until)
+                due = max(lane.last + lane.gap, self._paused_until)
                 if oldest is not None and oldest.answered is not None:
                     due = max(due, oldest.released + self._window + self._excess(oldest))
                 if due <= now:
@@ -131,10 +151,10 @@ class Pacer:
                 turn = due
                 await self._sleep(due - now)
             send = _Send(now)
-            self._recent.append(send)
+            lane.recent.append(send)
             # After a wake-up the spacing counts from the turn, not from the (maybe late) wake-up,
             # so lateness does not add up; the window rule keeps any catching up within limits.
-            self._last = now if turn is None else max(turn, now - self._gap)
+            lane.last = now if turn is None else max(turn, now - lane.gap)
             return send
 
     def _excess(self, send: _Send) -> float:

@@ -34,7 +34,8 @@ from bot.delivery.compose import (
     compose_for_chat,
     compose_for_you,
 )
-from bot.delivery.pacing import OVERALL_PER_SECOND, Pacer
+from bot.delivery.pacing import OVERALL_PER_SECOND, PAID_PER_SECOND, Pacer
+from bot.delivery.paid import PaidBroadcasts
 from bot.delivery.render import render_topic_fallback, topic_label
 from bot.storage import Storage
 from bot.storage.errors import DatabaseDamaged
@@ -55,6 +56,9 @@ WORKERS = 40  # chats served at once, at least; enough to keep the overall pace 
 # server (about 0.5 s), so that even then the window is not what limits the pace.
 P99_ROUND_TRIP = 0.5
 DEFAULT_SEND_WINDOW = math.ceil(OVERALL_PER_SECOND * P99_ROUND_TRIP)
+PAID_SEND_WINDOW = math.ceil(PAID_PER_SECOND * P99_ROUND_TRIP)  # the same, for paid broadcasts
+# What Telegram answers a paid broadcast the bot's Stars balance cannot pay for.
+_BALANCE_ERRORS = ("balance_too_low", "not enough stars")
 TOPIC_ROUNDS = 4  # rounds of one chat's delivery in a drain while its forum topics fall back
 STOP_TIMEOUT = 5.0  # how long stop() lets requests in flight be answered and recorded
 HELD_MARGIN = 0.001  # seconds: a poll's alerts are due at its start or later, never before
@@ -111,6 +115,14 @@ class TopicGone:
 
 
 @dataclass(frozen=True, slots=True)
+class BalanceTooLow:
+    """A paid broadcast the bot's Stars balance could not pay for: Telegram did not take it;
+    it goes again at once, free."""
+
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class NotClaimed:
     """The rows were no longer pending (held meanwhile): nothing was sent."""
 
@@ -121,7 +133,7 @@ class Stopped:
 
 
 Outcome = (Sent | Retry | Blocked | Failed | Migrated | FloodWait | PlainText | TopicGone
-           | NotClaimed | Stopped)
+           | BalanceTooLow | NotClaimed | Stopped)
 # What Telegram answers a send into a deleted forum topic, and into a closed one.
 _TOPIC_GONE_ERRORS = ("message thread not found", "topic_closed", "topic_deleted")
 
@@ -131,6 +143,7 @@ class DrainReport:
     """What one drain did, for logs and benchmarks."""
 
     sent: int = 0  # alerts
+    paid: int = 0  # messages sent as paid broadcasts
     digests: int = 0
     for_you: int = 0  # For-you messages
     retried: int = 0
@@ -160,14 +173,17 @@ class Sender:
                  on_topic_gone: Callable[[int, int], Awaitable[object]] | None = None,
                  guides: bool = False,
                  relevance: Relevance | None = None,
-                 held_since: Callable[[], float | None] | None = None) -> None:
+                 held_since: Callable[[], float | None] | None = None,
+                 paid: PaidBroadcasts | None = None) -> None:
         """`on_migrated(old_id, new_id)` runs after a group moved to a supergroup id, and
         `on_topic_gone(chat_id, topic_id)` after a forum topic's subscriptions were bound to
         General, for whatever keeps them in memory (the subscription matcher). `window` None
         means DEFAULT_SEND_WINDOW; `guides` adds the 🧠 Guide button to alerts. `held_since()`
         is when the poll still storing its alerts began (None when none is): alerts due since
         then wait, so that a chat gets a poll's alerts together (a digest when they are many),
-        not the first batches one by one."""
+        not the first batches one by one. With `paid`, alerts, digests and For-you messages go
+        as paid broadcasts while its budget lasts, up to PAID_SEND_WINDOW of them unconfirmed
+        beside the free window."""
         window = DEFAULT_SEND_WINDOW if window is None else window
         if window < 1:
             raise ValueError(f"the send window must be at least 1, got {window}")
@@ -182,7 +198,10 @@ class Sender:
         self._held_since = held_since or (lambda: None)
         self._lock = asyncio.Lock()
         self._window = asyncio.Semaphore(window)
-        self.window = window
+        self._paid = paid
+        paid_window = PAID_SEND_WINDOW if paid is not None else 0
+        self._paid_window = asyncio.Semaphore(max(1, paid_window))
+        self.window = window + paid_window  # unconfirmed at once, at most
         # PTB's rate limiter (the same Pacer) must not count our already paced requests again.
         self._paced = {"rate_limit_args": True} if isinstance(bot, ExtBot) else {}
         self._recovered = False
@@ -371,6 +390,8 @@ class Sender:
                 case FloodWait():
                     waits += 1
                     continue  # the pacer now holds the chat, or everyone, back
+                case BalanceTooLow():
+                    continue  # free, now that paid broadcasts are off for the day
                 case PlainText(error):
                     log.warning("Telegram refused %s to chat %s (%s); retrying as plain "
                                 "text", _what(outgoing, article=True), chat.id, error)
@@ -416,19 +437,26 @@ class Sender:
         row_ids = [r.id for r in outgoing.rows]
         outbox = self._queue(outgoing)
         await self._pacer.chat_ready(chat.id)
-        async with self._window:
+        paid = self._paid is not None and await self._paid.take()
+        async with self._paid_window if paid else self._window:
             if self._stopping:
-                return Stopped()
+                return self._unpaid(paid, Stopped())
             if not await outbox.claim(row_ids, self._clock.now()):
-                return NotClaimed()
+                return self._unpaid(paid, NotClaimed())
             self._in_flight += 1
             self._idle.clear()
             try:
-                async with self._pacer.turn(chat.id):
+                async with self._pacer.turn(chat.id, paid=paid):
                     # A leader whose lease ran out meanwhile (PostgreSQL) sends nothing more.
                     stop = self._stopping or not self._store.leading()
                     outcome = Stopped() if stop else await self._request(
-                        chat.id, outgoing, text, parse_mode)
+                        chat.id, outgoing, text, parse_mode, paid=paid)
+                if paid and isinstance(outcome, Sent):
+                    report.paid += 1
+                else:
+                    self._unpaid(paid, outcome)
+                if isinstance(outcome, BalanceTooLow) and self._paid is not None:
+                    self._paid.refused(outcome.error)
                 if isinstance(outcome, Stopped):
                     await outbox.unclaim(row_ids)
                     return outcome
@@ -440,6 +468,12 @@ class Sender:
                 self._in_flight -= 1
                 if not self._in_flight:
                     self._idle.set()
+
+    def _unpaid(self, paid: bool, outcome: Outcome) -> Outcome:
+        """A message taken from the paid budget that Telegram did not take: it stays in it."""
+        if paid and self._paid is not None:
+            self._paid.unused()
+        return outcome
 
     async def _resolve(self, chat: Chat, outgoing: Outgoing, outcome: Outcome,
                        parse_mode: str | None, waits: int) -> Outcome:
@@ -455,7 +489,7 @@ class Sender:
                 outcome = Retry(error)
             case PlainText(error) if parse_mode is None:
                 outcome = Failed(error)
-            case FloodWait() | PlainText():
+            case FloodWait() | PlainText() | BalanceTooLow():
                 await outbox.unclaim(row_ids)  # Telegram did not take it: try again
             case Blocked(error):
                 await self._store.chats.mark_inactive(chat.id, error, now)  # holds the rows
@@ -501,7 +535,7 @@ class Sender:
                         exc)
 
     async def _request(self, chat_id: int, outgoing: Outgoing, text: str,
-                       parse_mode: str | None) -> Outcome:
+                       parse_mode: str | None, *, paid: bool = False) -> Outcome:
         # A deleted original is no error: the revision then arrives on its own.
         reply = None if outgoing.reply_to is None else ReplyParameters(
             outgoing.reply_to, allow_sending_without_reply=True)
@@ -510,6 +544,7 @@ class Sender:
                 chat_id, text, parse_mode=parse_mode, reply_markup=outgoing.message.reply_markup,
                 link_preview_options=NO_PREVIEW, reply_parameters=reply,
                 message_thread_id=outgoing.topic_id or None, **self._paced,
+                **({"allow_paid_broadcast": True} if paid else {}),
             )
         except RetryAfter as exc:
             seconds = flood_wait_seconds(exc)
@@ -523,6 +558,8 @@ class Sender:
             return Migrated(exc.new_chat_id)
         except BadRequest as exc:
             reason = str(exc).lower()
+            if paid and any(balance in reason for balance in _BALANCE_ERRORS):
+                return BalanceTooLow(str(exc))
             if outgoing.topic_id and any(gone in reason for gone in _TOPIC_GONE_ERRORS):
                 return TopicGone(str(exc))
             if "chat not found" in reason:

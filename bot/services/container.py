@@ -22,6 +22,7 @@ from bot.arxiv.lookups import LookupQueue
 from bot.config import Settings
 from bot.core.clock import Clock, SystemClock
 from bot.delivery.pacing import Pacer
+from bot.delivery.paid import PaidBroadcasts
 from bot.delivery.sender import Sender
 from bot.guides.client import GuideClient
 from bot.guides.service import GuideService
@@ -150,11 +151,16 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
             stack.push_async_callback(community.aclose)
         pipeline = Pipeline(settings, storage, arxiv, subscriptions, clock,
                             calendar=wiring.calendar)
+        paid = None
+        if settings.paid_broadcast_stars_per_day:
+            paid = PaidBroadcasts(storage.paid_broadcasts, clock,
+                                  settings.paid_broadcast_stars_per_day)
+            stack.push_async_callback(paid.close)  # before the database closes
         sender = Sender(bot, storage, clock, wiring.pacer, window=settings.send_window,
                         on_migrated=subscriptions.chat_migrated,
                         on_topic_gone=subscriptions.topic_gone,
                         guides=features.guides, relevance=ranker.chat_scores,
-                        held_since=lambda: pipeline.storing_since)
+                        held_since=lambda: pipeline.storing_since, paid=paid)
         run = run or RunState(started_at=clock.now())
         budget = CommandBudget(wiring.budget)
         papers = Papers(storage, lookups, ranker, clock, guide=features.guides)
@@ -163,7 +169,7 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
             arxiv=arxiv, lookups=lookups, importer=LibraryImporter(storage, lookups),
             ranker=ranker, pipeline=pipeline, sender=sender, pacer=wiring.pacer,
             budget=budget, progress=wiring.progress, features=features,
-            run=run, overview=Overview(settings, storage, subscriptions, ranker, clock, run),
+            run=run, overview=Overview(settings, storage, subscriptions, ranker, clock, run, paid),
             chats=ChatSettings(storage, ranker, clock, subscriptions),
             library=Library(storage, clock),
             papers=papers,

@@ -11,6 +11,7 @@ from bot.config import Settings
 from bot.core.clock import Clock
 from bot.core.constants import DAY
 from bot.core.models import Beat, Source
+from bot.delivery.paid import PaidBroadcasts, Spend
 from bot.query.service import SubscriptionService
 from bot.ranking.service import Ranker, RankerStatus
 from bot.services.health import Health, assess
@@ -91,14 +92,17 @@ class Status:
     subscriptions: int
     papers: int
     size_bytes: int
+    paid: Spend | None = None  # the day's paid broadcasts, when the operator allows them
 
 
 class Overview:
     """Reads the figures; every count is the database's as of the call."""
 
     def __init__(self, settings: Settings, storage: Storage, subscriptions: SubscriptionService,
-                 ranker: Ranker, clock: Clock, run: RunState) -> None:
+                 ranker: Ranker, clock: Clock, run: RunState,
+                 paid: PaidBroadcasts | None = None) -> None:
         self._settings = settings
+        self._paid = paid
         self._storage = storage
         self._subscriptions = subscriptions
         self._ranker = ranker
@@ -152,6 +156,7 @@ class Overview:
             outbox=await store.outbox.counts(), last_failure=await store.outbox.last_failure(),
             chats=await store.chats.counts(), subscriptions=await store.subscriptions.count(),
             papers=await store.papers.count(), size_bytes=await store.size_bytes(),
+            paid=None if self._paid is None else await self._paid.spend(),
         )
 
     async def _feeds(self) -> tuple[Feed, ...]:

@@ -211,6 +211,9 @@ class Storage(Protocol):
     @property
     def topics(self) -> TopicRepository: ...
 
+    @property
+    def paid_broadcasts(self) -> PaidBroadcastRepository: ...
+
     def transaction(self) -> AbstractAsyncContextManager[Transaction]:
         """A write transaction: committed when the block ends, rolled back if it raises.
 
@@ -383,6 +386,22 @@ class HeartbeatRepository(Protocol):
         ...
 
     async def last_check(self) -> IntegrityCheck | None:
+        ...
+
+
+class PaidBroadcastRepository(Protocol):
+    """The messages reserved of each UTC day's paid-broadcast budget, by every process."""
+
+    async def reserve(self, day: str, wanted: int, budget: int) -> int:
+        """Reserve up to `wanted` messages of `day`'s `budget`; how many were granted."""
+
+    async def give_back(self, day: str, unused: int) -> None:
+        """Return reserved messages that were not sent paid."""
+
+    async def reserved(self, day: str) -> int:
+        ...
+
+    async def prune(self, before_day: str) -> int:
         ...
 
 

@@ -133,6 +133,7 @@ _BOOL_FIELDS = frozenset(
     {
         "disable_notification",
         "protect_content",
+        "allow_paid_broadcast",
         "show_alert",
         "drop_pending_updates",
         "allow_sending_without_reply",
@@ -254,6 +255,7 @@ class RateLimits:
     """
 
     global_per_second: int = 30
+    paid_per_second: int = 1000  # messages sent with allow_paid_broadcast (not in the 30)
     private_per_second: float = 1.0
     private_burst: int = 3
     group_per_minute: int = 20
@@ -731,7 +733,10 @@ class FakeTelegram:
         enforce_limits: bool = False,
         limits: RateLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
+        stars_balance: float = 0.0,
     ) -> None:
+        """`stars_balance` is the bot's Telegram Stars, which paid broadcasts spend (0.1
+        each)."""
         bot_id, sep, _ = token.partition(":")
         if not sep or not bot_id.isdigit():
             raise ValueError(f"a bot token looks like '123456:ABC...', got {token!r}")
@@ -780,6 +785,9 @@ class FakeTelegram:
         self._delays: list[list[Any]] = []
         self._round_trips: dict[str, float] = {}
         self._global_sends: deque[float] = deque()
+        self._paid_sends: deque[float] = deque()
+        self._balance_tenths = round(stars_balance * 10)  # tenths of a Star: 1 a paid message
+        self._paid_messages = 0
         self._private_buckets: dict[int, tuple[float, float]] = {}
         self._group_sends: dict[int, deque[float]] = {}
         self._rate_limited = 0
@@ -1472,6 +1480,18 @@ class FakeTelegram:
             return len(self._updates)
 
     @property
+    def stars_balance(self) -> float:
+        """The bot's Stars left for paid broadcasts."""
+        with self._cond:
+            return self._balance_tenths / 10
+
+    @property
+    def paid_messages(self) -> int:
+        """Messages Telegram took (and charged 0.1 Stars for) as paid broadcasts."""
+        with self._cond:
+            return self._paid_messages
+
+    @property
     def rate_limited_count(self) -> int:
         """How many 429 responses the fake has given (enforced or injected)."""
         with self._cond:
@@ -1639,14 +1659,21 @@ class FakeTelegram:
                     if chat_id > 0
                     else "Forbidden: bot was kicked from the group chat",
                 )
+        paid = method in _SEND_METHODS and params.get("allow_paid_broadcast") is True
+        if paid and self._balance_tenths < 1:
+            # Telegram's error for a payment the Stars balance cannot cover.
+            raise _ApiError(400, "Bad Request: BALANCE_TOO_LOW")
         limited = method in _SEND_METHODS and self.enforce_limits and isinstance(chat_id, int)
-        if limited and (retry_after := self._retry_after(chat_id)) is not None:
+        if limited and (retry_after := self._retry_after(chat_id, paid)) is not None:
             raise _ApiError(
                 429, f"Too Many Requests: retry after {retry_after}", {"retry_after": retry_after}
             )
         result = handler(params, files)
+        if paid:
+            self._balance_tenths -= 1
+            self._paid_messages += 1
         if limited:
-            self._count_send(chat_id)
+            self._count_send(chat_id, paid)
         return result
 
     def _apply_delay(self, method: str) -> None:
@@ -1665,12 +1692,13 @@ class FakeTelegram:
             with self._cond:
                 self._delayed_requests -= 1
 
-    def _retry_after(self, chat_id: int) -> int | None:
+    def _retry_after(self, chat_id: int, paid: bool = False) -> int | None:
         now = self._clock()
-        sends = self._global_sends
+        sends = self._paid_sends if paid else self._global_sends
         while sends and sends[0] <= now - 1:
             sends.popleft()
-        if len(sends) >= self.limits.global_per_second:
+        overall = self.limits.paid_per_second if paid else self.limits.global_per_second
+        if len(sends) >= overall:
             return max(1, math.ceil(sends[0] + 1 - now))
         if chat_id > 0:
             burst, rate = self.limits.private_burst, self.limits.private_per_second
@@ -1687,9 +1715,9 @@ class FakeTelegram:
                 return max(1, math.ceil(group[0] + 60 - now))
         return None
 
-    def _count_send(self, chat_id: int) -> None:
+    def _count_send(self, chat_id: int, paid: bool = False) -> None:
         now = self._clock()
-        self._global_sends.append(now)
+        (self._paid_sends if paid else self._global_sends).append(now)
         if chat_id > 0:
             tokens, _ = self._private_buckets[chat_id]
             self._private_buckets[chat_id] = (tokens - 1, now)

@@ -192,6 +192,12 @@ def render_status(figures: Status, lang: str) -> str:
     if figures.last_failure is not None:
         lines.append(t(lang, "    last failed alert: {error}",
                        error=escape(figures.last_failure[:300])))
+    if (paid := figures.paid) is not None:
+        lines.append(t(lang, "Paid broadcasts today (UTC): {stars:,.1f} of {budget:,} Stars",
+                       stars=paid.stars, budget=paid.budget_stars))
+        if paid.refused:
+            lines.append(t(lang, "    Telegram refused one for the Stars balance: free pace "
+                                 "until midnight UTC"))
     lines += [
         t(lang, "Chats: {active} active, {inactive} inactive, {paused} paused", **figures.chats),
         t(lang, "Subscriptions: {count}", count=figures.subscriptions),

@@ -26,6 +26,7 @@ from bot.storage.sqlite.heartbeats import HeartbeatRepository
 from bot.storage.sqlite.outbox import DeliveryQueue, _outbox_rows
 from bot.storage.sqlite.outbox import OutboxInTransaction as SqliteOutboxInTransaction
 from bot.storage.sqlite.outbox import OutboxRepository as SqliteOutbox
+from bot.storage.sqlite.paid_broadcasts import PaidBroadcastRepository
 from bot.storage.sqlite.papers import RANKED_MATCHES, PapersInTransaction, paper_from_row
 from bot.storage.sqlite.papers import PaperRepository as SqlitePapers
 from bot.storage.sqlite.rankings import RankingRepository
@@ -221,6 +222,7 @@ __all__ = [
     "ChatRepository", "ChatsInTransaction", "CommunityRepository", "DeliveryQueue",
     "FeedbackRepository", "ForYouOutboxRepository", "ForYouRow", "GuideRepository",
     "HeartbeatRepository", "OutboxInTransaction", "OutboxRepository", "OutboxRow",
+    "PaidBroadcastRepository",
     "PaperRepository", "PapersInTransaction", "RankingRepository", "SavedInTransaction",
     "SavedRepository", "SourceRepository", "SubscriptionRepository", "TopicRepository",
 ]

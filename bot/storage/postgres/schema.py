@@ -272,6 +272,13 @@ UPGRADES: tuple[tuple[int, str], ...] = (
     -- A chat may leave the 👍 / 👎 buttons out of its alerts once it rates by reaction.
     ALTER TABLE chats ADD COLUMN rating_buttons INTEGER NOT NULL DEFAULT 1;
     """),
+    (19, """
+    -- Paid broadcasts: the messages reserved of each UTC day's Stars budget.
+    CREATE TABLE paid_broadcasts (
+        day      TEXT PRIMARY KEY,
+        messages BIGINT NOT NULL DEFAULT 0
+    );
+    """),
 )
 LATEST_VERSION = UPGRADES[-1][0] if UPGRADES else BASE_VERSION
 assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQL statement here"
@@ -280,4 +287,4 @@ assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQ
 TABLES = ("chats", "subscriptions", "papers", "paper_versions", "outbox", "saved", "sources",
           "heartbeats", "guides", "guide_calls", "community_picks", "feedback",
           "ranking_vocabulary", "chat_models", "foryou", "alert_threads", "topics",
-          "foryou_outbox", "integrity_checks")
+          "foryou_outbox", "integrity_checks", "paid_broadcasts")

@@ -22,6 +22,7 @@ from bot.storage.postgres.repositories import (
     HeartbeatRepository,
     OutboxInTransaction,
     OutboxRepository,
+    PaidBroadcastRepository,
     PaperRepository,
     PapersInTransaction,
     RankingRepository,
@@ -65,6 +66,7 @@ class PostgresStorage:
         self.guides = GuideRepository(db)  # type: ignore[arg-type]
         self.community = CommunityRepository(db)  # type: ignore[arg-type]
         self.topics = TopicRepository(db)  # type: ignore[arg-type]
+        self.paid_broadcasts = PaidBroadcastRepository(db)  # type: ignore[arg-type]
 
     @classmethod
     async def open(cls, url: str, *, create: bool = True, migrate: bool = True,

@@ -585,6 +585,16 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         ALTER TABLE chats ADD COLUMN rating_buttons INTEGER NOT NULL DEFAULT 1;
         """,
     ),
+    (
+        19,
+        "paid broadcasts: the messages reserved of each UTC day's Stars budget",
+        """
+        CREATE TABLE paid_broadcasts (
+            day      TEXT PRIMARY KEY,                 -- the UTC date, YYYY-MM-DD
+            messages INTEGER NOT NULL DEFAULT 0        -- reserved for allow_paid_broadcast
+        );
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -18,6 +18,7 @@ from bot.storage.sqlite.foryou_outbox import ForYouOutboxRepository
 from bot.storage.sqlite.guides import GuideRepository
 from bot.storage.sqlite.heartbeats import HeartbeatRepository
 from bot.storage.sqlite.outbox import OutboxInTransaction, OutboxRepository
+from bot.storage.sqlite.paid_broadcasts import PaidBroadcastRepository
 from bot.storage.sqlite.papers import PaperRepository, PapersInTransaction
 from bot.storage.sqlite.rankings import RankingRepository
 from bot.storage.sqlite.saved import SavedInTransaction, SavedRepository
@@ -58,6 +59,7 @@ class SqliteStorage:
         self.guides = GuideRepository(db)
         self.community = CommunityRepository(db)
         self.topics = TopicRepository(db)
+        self.paid_broadcasts = PaidBroadcastRepository(db)
 
     @classmethod
     async def open(cls, path: Path | str, *, create: bool = True, migrate: bool = True,
