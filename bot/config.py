@@ -16,6 +16,7 @@ from dotenv import dotenv_values
 
 from bot.core.constants import DAY
 from bot.core.redaction import RedactingFilter, token_secrets
+from bot.core.sealing import MIN_SECRET_KEY_LENGTH
 
 _TOKEN_RE = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what Telegram accepts as secret_token
@@ -90,6 +91,9 @@ class Settings:
     # leader_lease_seconds stops sending, and a standby takes over after it.
     instance_name: str = ""
     leader_lease_seconds: int = 10
+    # Seals secrets kept in the database (chats' Zotero API keys); empty: /zotero is off.
+    secret_key: str = field(default="", metadata=_SECRET)
+    zotero_api_url: str = "https://api.zotero.org"
 
     def is_operator(self, user_id: int | None, chat_id: int) -> bool:
         """Whether this user may use operator commands (/status) in this chat.
@@ -377,6 +381,11 @@ def load_settings(
     hf_papers_url = ((read.raw("hf_papers_url") or "off") if read.present("hf_papers_url")
                      else _DEFAULTS["hf_papers_url"])
 
+    secret_key = read.raw("secret_key") or ""
+    if secret_key and len(secret_key) < MIN_SECRET_KEY_LENGTH:
+        raise ConfigError(f"SECRET_KEY must be at least {MIN_SECRET_KEY_LENGTH} characters "
+                          "(e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))')")
+
     webhook, webapp = _webhook(read), _webapp(read)
     if webhook and webapp and (webhook["webhook_listen"], webhook["webhook_port"]) == (
             webapp["webapp_listen"], webapp["webapp_port"]):
@@ -416,6 +425,8 @@ def load_settings(
         **webapp,
         instance_name=read.text("instance_name"),
         leader_lease_seconds=read.integer("leader_lease_seconds", 3, 60),
+        secret_key=secret_key,
+        zotero_api_url=read.url("zotero_api_url"),
     )
 
 

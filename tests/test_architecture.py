@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bot.storage",),
     ("bot.arxiv",),
     ("bot.sources", "bot.query", "bot.ranking", "bot.guides", "bot.importer", "bot.library",
-     "bot.delivery"),
+     "bot.delivery", "bot.zotero"),
     ("bot.services",),
     ("bot.chat", "bot.jobs", "bot.web", "bot.cli"),  # the edges
     ("bot.runtime",),

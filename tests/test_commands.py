@@ -18,11 +18,12 @@ from bot.services.budget import COSTLY_COST, DEFAULT_COST, IMPORT_MAX_COST, LOOK
 from bot.services.container import Features
 from tests.conftest import Harness
 
-ALL_FEATURES = Features(guides=True, trending=True)
+ALL_FEATURES = Features(guides=True, trending=True, zotero=True)
 NO_FEATURES = Features(guides=False, trending=False)
 # /help is the answer to these: it names neither itself nor the greeting, and the private
-# /help has no room left for /foryou, /forget and /thumbs (see the length test below).
-NOT_IN_HELP = {"help", "start", "foryou", "forget", "thumbs"}
+# /help has no room left for /foryou, /forget, /thumbs and /zotero (see the length test below;
+# the menu and a bare /zotero explain it).
+NOT_IN_HELP = {"help", "start", "foryou", "forget", "thumbs", "zotero"}
 CHAT_KINDS = (Chats.PRIVATE, Chats.GROUP, Chats.FORUM)
 
 

@@ -25,6 +25,7 @@ from bot.chat.handlers import (
     privacy,
     subscriptions,
     trending,
+    zotero,
 )
 from bot.chat.handlers import settings as chat_settings
 from bot.chat.handlers.common import read_argument, read_arxiv_id, reply
@@ -62,9 +63,11 @@ class Feature(StrEnum):
 
     GUIDES = "guides"  # an LLM endpoint is configured
     HUGGING_FACE = "huggingface"  # HF_PAPERS_URL is not off
+    ZOTERO = "zotero"  # SECRET_KEY is set, so Zotero keys can be kept encrypted
 
     def on(self, features: Features) -> bool:
-        return features.guides if self is Feature.GUIDES else features.trending
+        return {Feature.GUIDES: features.guides, Feature.HUGGING_FACE: features.trending,
+                Feature.ZOTERO: features.zotero}[self]
 
     @property
     def off(self) -> str:
@@ -75,6 +78,8 @@ class Feature(StrEnum):
 _FEATURE_OFF = {
     Feature.GUIDES: _("AI reading guides are not set up on this bot."),
     Feature.HUGGING_FACE: _("Hugging Face community picks are turned off on this bot."),
+    Feature.ZOTERO: _("The operator of this bot has not enabled the Zotero link (it needs a "
+                      "SECRET_KEY to keep keys encrypted)."),
 }
 
 
@@ -307,6 +312,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("foryou", chat_settings.for_you,
             _("Daily papers your subscriptions missed: on, off or N"), None,
             argument=Argument()),
+    # Not in /help (at its 1,500 characters): the menu and a bare /zotero explain it.
+    Command("zotero", zotero.zotero, _("Link your Zotero library (both ways)"), None,
+            offered=Chats.PRIVATE, needs=Feature.ZOTERO, argument=Argument()),
     # Not in /help either; /help's /similar line says that reactions rate.
     Command("thumbs", chat_settings.thumbs, _("👍 / 👎 buttons under alerts: on or off"), None,
             argument=Argument()),

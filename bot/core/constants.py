@@ -3,3 +3,4 @@
 from __future__ import annotations
 
 DAY = 86400  # seconds
+HOUR = 3600  # seconds

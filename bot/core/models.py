@@ -457,3 +457,48 @@ class Leadership:
     @property
     def leader_alive(self) -> bool:
         return self.lease_age <= self.lease_seconds
+
+
+class ZoteroLibraryKind(StrEnum):
+    """Whose Zotero library a chat is linked to: the key owner's own, or a group's."""
+
+    USER = "user"
+    GROUP = "group"
+
+
+@dataclass(frozen=True, slots=True)
+class ZoteroLink:
+    """A chat's link to one Zotero library. `sealed_key` is the API key sealed with the
+    operator's SECRET_KEY (bot/core/sealing.py), never the key itself."""
+
+    chat_id: int
+    kind: ZoteroLibraryKind
+    library_id: int
+    sealed_key: str
+    can_write: bool
+    linked_at: float
+    collection_key: str | None = None  # "arXiv alerts", once created or found
+    library_version: int = 0  # the library's version as last read (0: never read)
+    pulled_at: float | None = None
+
+
+class ZoteroOrigin(StrEnum):
+    """Where a paper that is both in a chat's library and in its Zotero library began."""
+
+    ZOTERO = "zotero"  # came from Zotero: removed here when it is removed there
+    BOT = "bot"  # saved here, then written to Zotero (unsaving here leaves it there)
+    BOTH = "both"  # in both before they were linked: removed in neither by the other
+
+
+@dataclass(frozen=True, slots=True)
+class ZoteroItem:
+    """A paper of a chat's library and the Zotero item that holds it. `item_key` None: still
+    to be written, with `write_token` so that a retried write is not made twice."""
+
+    chat_id: int
+    arxiv_id: str
+    origin: ZoteroOrigin
+    item_key: str | None = None
+    item_version: int | None = None
+    paper_version: int | None = None  # the arXiv version the item describes
+    write_token: str | None = None

@@ -1,4 +1,5 @@
-"""Keeps the bot token out of every byte the process writes to stdout and stderr.
+"""Keeps the bot token, and every other secret, out of every byte the process writes to stdout
+and stderr.
 
 Logging handlers, Python's traceback printer, `warnings`, asyncio's "exception was never
 retrieved" and PTB's own error logs all end in `sys.stdout` or `sys.stderr`, so the streams
@@ -8,6 +9,7 @@ themselves are wrapped: whatever path a traceback takes, it passes through `reda
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import threading
 from collections.abc import Iterable, Mapping
@@ -17,6 +19,22 @@ MASK = "***"
 # Uncaught errors that are the operator's to fix, each printed as its one line (no traceback);
 # `install` sets them (the token rejected, a database the bot cannot use).
 _ONE_LINE_ERRORS: dict[type[BaseException], str] = {}
+
+
+# What follows /zotero in a message is a chat's Zotero API key: hidden wherever the update is
+# written (a debug log of getUpdates shows it before any handler has read it).
+_SECRET_ARGUMENTS = re.compile(r"(/zotero(?:@\w+)?[ \t]+)([A-Za-z0-9]{8,})", re.IGNORECASE)
+# Secrets learnt while the bot runs (a chat's Zotero API key, once it is read or opened):
+# every Redactor hides them too, beside the settings' own.
+_LEARNT: set[str] = set()
+_LEARNT_LOCK = threading.Lock()
+
+
+def hide(secret: str) -> None:
+    """Redact `secret` from now on, wherever a Redactor writes (stdout, stderr, log handlers)."""
+    if secret:
+        with _LEARNT_LOCK:
+            _LEARNT.add(secret)
 
 
 def token_secrets(token: str) -> list[str]:
@@ -34,6 +52,14 @@ class Redactor:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
+        if "/zotero" in text.lower():
+            text = _SECRET_ARGUMENTS.sub(lambda match: match[1] + MASK, text)
+        if _LEARNT:
+            with _LEARNT_LOCK:
+                learnt = sorted(_LEARNT, key=len, reverse=True)
+            for secret in learnt:
+                if secret in text:
+                    text = text.replace(secret, MASK)
         return text
 
 

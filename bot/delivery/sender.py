@@ -512,6 +512,17 @@ class Sender:
         """The table whose rows the message delivers."""
         return self._store.for_you_outbox if outgoing.for_you else self._store.outbox
 
+    async def tell(self, chat_id: int, text: str) -> bool:
+        """A one-off notice (HTML) to a chat, outside the outbox: a courtesy, not retried;
+        False if Telegram did not take it."""
+        try:
+            await self._bot.send_message(chat_id, text, parse_mode=ParseMode.HTML,
+                                         link_preview_options=NO_PREVIEW)
+        except TelegramError as exc:
+            log.warning("could not send a notice to chat %s: %s", chat_id, exc)
+            return False
+        return True
+
     async def _fall_back(self, chat: Chat, topic_id: int, error: str,
                          report: DrainReport) -> None:
         """A forum topic took no more messages: bind its subscriptions and alerts to General,

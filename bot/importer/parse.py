@@ -49,6 +49,7 @@ class ImportRefused(Exception):
 class SourceKind(StrEnum):
     BIBTEX = "bibtex"
     ID_LIST = "id-list"
+    ZOTERO = "zotero"  # a linked Zotero library's items (bot/services/zotero.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """The scheduled jobs besides the poll (`bot/jobs/poll.py`): delivery, daily digests, For you,
-daily upkeep, the Telegram heartbeat and the Hugging Face list. Each takes the services from
-the container (`bot/services/container.py`); `bot/jobs/schedule.py` schedules them."""
+daily upkeep, the Telegram heartbeat, the Hugging Face list and the Zotero link. Each takes the
+services from the container (`bot/services/container.py`); `bot/jobs/schedule.py` schedules
+them."""
 
 from __future__ import annotations
 
@@ -61,6 +62,24 @@ async def community_job(services: Services, context: CallbackContext) -> None:
     """
     if services.community is not None:
         await services.community.poll()
+
+
+async def zotero_pull_job(services: Services, context: CallbackContext) -> None:
+    """Hourly, each linked Zotero library not read for a day: what changed in it joins its
+    chat's library."""
+    if services.zotero is not None:
+        report = await services.zotero.pull(due_only=True)
+        log.info("zotero pull: %d added, %d removed, %d unchanged libraries, %d unlinked",
+                 report.added, report.removed, report.unchanged, len(report.revoked))
+
+
+async def zotero_push_job(services: Services, context: CallbackContext) -> None:
+    """Write the papers chats saved, and their new versions, to their Zotero libraries."""
+    if services.zotero is not None:
+        report = await services.zotero.push()
+        if report.written or report.updated or report.revoked:
+            log.info("zotero push: %d written, %d updated, %d unlinked", report.written,
+                     report.updated, len(report.revoked))
 
 
 async def drain_job(services: Services, context: CallbackContext) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from telegram.ext import JobQueue
 
-from bot.core.constants import DAY
+from bot.core.constants import DAY, HOUR
 from bot.jobs.poll import schedule_polls
 from bot.jobs.routine import (
     community_job,
@@ -14,6 +14,8 @@ from bot.jobs.routine import (
     prune_job,
     telegram_heartbeat_job,
     tracked,
+    zotero_pull_job,
+    zotero_push_job,
 )
 from bot.services.container import Services
 from bot.services.health import TELEGRAM_HEARTBEAT_INTERVAL
@@ -23,6 +25,8 @@ HF_FIRST_POLL_DELAY = 20.0  # after the first arXiv poll has had its turn
 DIGEST_CHECK_INTERVAL = 30.0
 DRAIN_INTERVAL = 2.0  # picks up retries that came due and alerts released by /resume
 FIRST_UPKEEP_DELAY = 600.0
+ZOTERO_FIRST_PULL_DELAY = 900.0  # after the start's arXiv work
+ZOTERO_PUSH_INTERVAL = 60.0  # a paper saved reaches Zotero within a minute
 
 
 def schedule_jobs(jobs: JobQueue, services: Services) -> None:
@@ -42,3 +46,8 @@ def schedule_jobs(jobs: JobQueue, services: Services) -> None:
         jobs.run_repeating(tracked(services, community_job),
                            interval=services.settings.hf_poll_interval_seconds,
                            first=HF_FIRST_POLL_DELAY, name="huggingface")
+    if services.features.zotero:
+        jobs.run_repeating(tracked(services, zotero_pull_job), interval=HOUR,
+                           first=ZOTERO_FIRST_PULL_DELAY, name="zotero-pull")
+        jobs.run_repeating(tracked(services, zotero_push_job), interval=ZOTERO_PUSH_INTERVAL,
+                           first=ZOTERO_PUSH_INTERVAL, name="zotero-push")

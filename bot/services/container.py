@@ -21,6 +21,7 @@ from bot.arxiv.client import ArxivClient
 from bot.arxiv.lookups import LookupQueue
 from bot.config import Settings
 from bot.core.clock import Clock, SystemClock
+from bot.core.sealing import Sealer
 from bot.delivery.pacing import Pacer
 from bot.delivery.paid import PaidBroadcasts
 from bot.delivery.sender import Sender
@@ -40,8 +41,10 @@ from bot.services.previews import Previews
 from bot.services.state import RunState
 from bot.services.topics import ForumTopics
 from bot.services.trending import Trending
+from bot.services.zotero import ZoteroSync
 from bot.sources.huggingface import CommunityPicks
 from bot.storage import Storage, open_storage
+from bot.zotero.client import ZoteroClient
 
 if TYPE_CHECKING:
     from telegram import Bot
@@ -64,10 +67,12 @@ class Features:
 
     guides: bool  # an LLM endpoint is configured: /guide and the 🧠 Guide button
     trending: bool  # Hugging Face's daily list is polled: /trending and its badge
+    zotero: bool = False  # SECRET_KEY is set, so Zotero keys can be kept: /zotero
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Features:
-        return cls(guides=settings.guides_enabled, trending=bool(settings.hf_papers_url))
+        return cls(guides=settings.guides_enabled, trending=bool(settings.hf_papers_url),
+                   zotero=bool(settings.secret_key))
 
 
 @dataclass
@@ -100,6 +105,7 @@ class Services:
     guides: GuideService | None = None  # when features.guides
     community: CommunityPicks | None = None  # when features.trending
     trending: Trending | None = None  # when features.trending
+    zotero: ZoteroSync | None = None  # when features.zotero
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,17 +170,25 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
         run = run or RunState(started_at=clock.now())
         budget = CommandBudget(wiring.budget)
         papers = Papers(storage, lookups, ranker, clock, guide=features.guides)
+        importer = LibraryImporter(storage, lookups)
+        zotero = None
+        if features.zotero:
+            zotero = ZoteroSync(storage, ZoteroClient(settings.zotero_api_url,
+                                                      contact=settings.contact),
+                                Sealer(settings.secret_key), importer, clock, sender.tell)
+            stack.push_async_callback(zotero.aclose)
         yield Services(
             settings=settings, clock=clock, storage=storage, subscriptions=subscriptions,
-            arxiv=arxiv, lookups=lookups, importer=LibraryImporter(storage, lookups),
+            arxiv=arxiv, lookups=lookups, importer=importer,
             ranker=ranker, pipeline=pipeline, sender=sender, pacer=wiring.pacer,
             budget=budget, progress=wiring.progress, features=features,
             run=run, overview=Overview(settings, storage, subscriptions, ranker, clock, run, paid),
             chats=ChatSettings(storage, ranker, clock, subscriptions),
-            library=Library(storage, clock),
+            library=Library(storage, clock, on_saved=None if zotero is None else zotero.saved),
             papers=papers,
             topics=ForumTopics(storage), previews=Previews(storage, clock),
             inline=InlineSearch(storage, papers, budget, clock), guides=guides,
             community=community,
             trending=None if community is None else Trending(community, subscriptions, storage),
+            zotero=zotero,
         )

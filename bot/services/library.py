@@ -16,6 +16,8 @@ from bot.library.groups import IsAdmin, RemovalResult
 from bot.storage import Storage
 
 EXPORT_PART = 250  # papers written per step of an export; progress is shown between steps
+# Told of each paper a chat newly saves (the Zotero link writes it to Zotero).
+OnSaved = Callable[[int, str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +32,10 @@ class SavedPage:
 class Library:
     """Saved papers of each chat."""
 
-    def __init__(self, storage: Storage, clock: Clock) -> None:
+    def __init__(self, storage: Storage, clock: Clock, on_saved: OnSaved | None = None) -> None:
         self._storage = storage
         self._clock = clock
+        self._on_saved = on_saved
 
     async def page(self, chat_id: int, page: int) -> SavedPage:
         """That page of the library; a stale or forged page number gives the nearest page."""
@@ -63,8 +66,15 @@ class Library:
     async def save(self, chat_id: int, arxiv_id: str, version: int,
                    member: GroupMember | None) -> bool:
         """Save a paper (in a group, with who saved it); False if it was saved already."""
-        return await group_library.save(self._storage, chat_id, arxiv_id, version,
-                                        self._clock.now(), member)
+        saved = await group_library.save(self._storage, chat_id, arxiv_id, version,
+                                         self._clock.now(), member)
+        if saved:
+            await self._saved(chat_id, arxiv_id)
+        return saved
+
+    async def _saved(self, chat_id: int, arxiv_id: str) -> None:
+        if self._on_saved is not None:
+            await self._on_saved(chat_id, arxiv_id)
 
     async def remove(self, chat_id: int, arxiv_id: str, member: GroupMember | None,
                      is_admin: IsAdmin) -> RemovalResult:
@@ -74,8 +84,11 @@ class Library:
     async def toggle(self, chat_id: int, arxiv_id: str, version: int,
                      member: GroupMember | None, is_admin: IsAdmin) -> RemovalResult | None:
         """Save the paper if it is not saved (None), else remove it as `remove` does."""
-        return await group_library.toggle(self._storage, chat_id, arxiv_id, version,
-                                          self._clock.now(), member, is_admin)
+        removal = await group_library.toggle(self._storage, chat_id, arxiv_id, version,
+                                             self._clock.now(), member, is_admin)
+        if removal is None:
+            await self._saved(chat_id, arxiv_id)
+        return removal
 
     async def papers(self, chat_id: int) -> list[Paper]:
         """Every saved paper, as the export writes them."""

@@ -36,6 +36,8 @@ from bot.core.models import (
     PaperChange,
     Source,
     Subscription,
+    ZoteroItem,
+    ZoteroLink,
 )
 
 Row = TypeVar("Row")  # what a delivery queue's rows are
@@ -213,6 +215,9 @@ class Storage(Protocol):
 
     @property
     def paid_broadcasts(self) -> PaidBroadcastRepository: ...
+
+    @property
+    def zotero(self) -> ZoteroRepository: ...
 
     def transaction(self) -> AbstractAsyncContextManager[Transaction]:
         """A write transaction: committed when the block ends, rolled back if it raises.
@@ -708,3 +713,48 @@ class TopicRepository(Protocol):
     async def fall_back(self, chat_id: int, topic_id: int) -> TopicFallback:
         """Telegram refused a send into the topic (deleted or closed): its subscriptions are
         bound to General again and its undelivered alerts go there, in one transaction."""
+
+
+class ZoteroRepository(Protocol):
+    """Each chat's link to a Zotero library, and which of its papers are which Zotero items."""
+
+    async def link(self, link: ZoteroLink) -> None:
+        """Link the chat to this library (a link it had before, and its items, are replaced)."""
+
+    async def get(self, chat_id: int) -> ZoteroLink | None:
+        ...
+
+    async def links(self) -> list[ZoteroLink]:
+        """Every linked chat's link."""
+
+    async def unlink(self, chat_id: int) -> bool:
+        """Forget the chat's link, its sealed key and its items; False if it had none."""
+
+    async def set_collection(self, chat_id: int, collection_key: str) -> None:
+        ...
+
+    async def pulled(self, chat_id: int, library_version: int, now: float) -> None:
+        """The library was read up to `library_version`."""
+
+    async def items(self, chat_id: int) -> list[ZoteroItem]:
+        """Every paper of the chat known to be (or to be written) in its Zotero library."""
+
+    async def record(self, items: Sequence[ZoteroItem]) -> None:
+        """Remember these items (a paper already recorded for its chat keeps its record)."""
+
+    async def queue_write(self, chat_id: int, arxiv_id: str, write_token: str) -> bool:
+        """A paper to write to the chat's Zotero library; False if it is recorded already
+        (written, queued, or come from Zotero): nothing is written twice."""
+
+    async def to_write(self, chat_id: int) -> list[ZoteroItem]:
+        """The chat's papers queued and not yet written, oldest first."""
+
+    async def written(self, chat_id: int, arxiv_id: str, item_key: str, item_version: int,
+                      paper_version: int) -> None:
+        """The paper's item now exists (or was updated) in Zotero, at these versions."""
+
+    async def outdated(self, chat_id: int) -> list[tuple[ZoteroItem, int]]:
+        """Items the bot wrote whose paper has a newer stored version, with that version."""
+
+    async def drop(self, chat_id: int, arxiv_ids: Iterable[str]) -> None:
+        """Forget these papers' items (they are gone from Zotero)."""

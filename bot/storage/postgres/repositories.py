@@ -35,6 +35,7 @@ from bot.storage.sqlite.saved import SavedRepository as SqliteSaved
 from bot.storage.sqlite.sources import SourceRepository
 from bot.storage.sqlite.subscriptions import SubscriptionRepository as SqliteSubscriptions
 from bot.storage.sqlite.topics import TopicRepository
+from bot.storage.sqlite.zotero import ZoteroRepository
 
 BATCH = 20_000  # rows per array statement: big polls store half a million alerts
 
@@ -225,4 +226,5 @@ __all__ = [
     "PaidBroadcastRepository",
     "PaperRepository", "PapersInTransaction", "RankingRepository", "SavedInTransaction",
     "SavedRepository", "SourceRepository", "SubscriptionRepository", "TopicRepository",
+    "ZoteroRepository",
 ]

@@ -279,6 +279,33 @@ UPGRADES: tuple[tuple[int, str], ...] = (
         messages BIGINT NOT NULL DEFAULT 0
     );
     """),
+    (20, """
+    -- A chat's link to a Zotero library (its API key sealed), and its papers' Zotero items.
+    CREATE TABLE zotero_links (
+        chat_id          BIGINT PRIMARY KEY REFERENCES chats(id) ON DELETE CASCADE
+                                                              ON UPDATE CASCADE,
+        library_type     TEXT NOT NULL CHECK (library_type IN ('user', 'group')),
+        library_id       BIGINT NOT NULL,
+        sealed_key       TEXT NOT NULL,
+        can_write        INTEGER NOT NULL DEFAULT 1,
+        collection_key   TEXT,
+        library_version  BIGINT NOT NULL DEFAULT 0,
+        linked_at        DOUBLE PRECISION NOT NULL,
+        pulled_at        DOUBLE PRECISION
+    );
+    CREATE TABLE zotero_items (
+        chat_id        BIGINT NOT NULL REFERENCES chats(id) ON DELETE CASCADE
+                                                            ON UPDATE CASCADE,
+        arxiv_id       TEXT NOT NULL,
+        origin         TEXT NOT NULL CHECK (origin IN ('zotero', 'bot', 'both')),
+        item_key       TEXT,
+        item_version   BIGINT,
+        paper_version  INTEGER,
+        write_token    TEXT,
+        PRIMARY KEY (chat_id, arxiv_id)
+    );
+    CREATE INDEX zotero_items_key ON zotero_items(chat_id, item_key);
+    """),
 )
 LATEST_VERSION = UPGRADES[-1][0] if UPGRADES else BASE_VERSION
 assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQL statement here"
@@ -287,4 +314,4 @@ assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQ
 TABLES = ("chats", "subscriptions", "papers", "paper_versions", "outbox", "saved", "sources",
           "heartbeats", "guides", "guide_calls", "community_picks", "feedback",
           "ranking_vocabulary", "chat_models", "foryou", "alert_threads", "topics",
-          "foryou_outbox", "integrity_checks", "paid_broadcasts")
+          "foryou_outbox", "integrity_checks", "paid_broadcasts", "zotero_links", "zotero_items")

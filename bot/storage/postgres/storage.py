@@ -31,6 +31,7 @@ from bot.storage.postgres.repositories import (
     SourceRepository,
     SubscriptionRepository,
     TopicRepository,
+    ZoteroRepository,
 )
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach the server before the start-up gives up on a try
@@ -67,6 +68,7 @@ class PostgresStorage:
         self.community = CommunityRepository(db)  # type: ignore[arg-type]
         self.topics = TopicRepository(db)  # type: ignore[arg-type]
         self.paid_broadcasts = PaidBroadcastRepository(db)  # type: ignore[arg-type]
+        self.zotero = ZoteroRepository(db)  # type: ignore[arg-type]
 
     @classmethod
     async def open(cls, url: str, *, create: bool = True, migrate: bool = True,

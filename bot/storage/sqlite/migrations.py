@@ -595,6 +595,43 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         );
         """,
     ),
+    (
+        20,
+        "a chat's link to a Zotero library, and which of its papers are which Zotero items",
+        """
+        -- One linked library per chat. The API key is sealed (bot/core/sealing.py): the
+        -- database never holds it in the clear. library_version: the library's version as
+        -- last read, for If-Modified-Since-Version (0: never read).
+        CREATE TABLE zotero_links (
+            chat_id          INTEGER PRIMARY KEY REFERENCES chats(id) ON DELETE CASCADE
+                                                              ON UPDATE CASCADE,
+            library_type     TEXT NOT NULL CHECK (library_type IN ('user', 'group')),
+            library_id       INTEGER NOT NULL,
+            sealed_key       TEXT NOT NULL,
+            can_write        INTEGER NOT NULL DEFAULT 1,
+            collection_key   TEXT,                         -- "arXiv alerts", once created
+            library_version  INTEGER NOT NULL DEFAULT 0,
+            linked_at        REAL NOT NULL,
+            pulled_at        REAL
+        );
+        -- A paper of the chat's library and its Zotero item. origin: 'zotero' (it came from
+        -- Zotero: removed here when removed there), 'bot' (saved here and written there),
+        -- 'both' (in both before the link: removed in neither). item_key NULL: to be written,
+        -- with write_token (Zotero-Write-Token) so a retried write is never made twice.
+        CREATE TABLE zotero_items (
+            chat_id        INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE
+                                                            ON UPDATE CASCADE,
+            arxiv_id       TEXT NOT NULL,
+            origin         TEXT NOT NULL CHECK (origin IN ('zotero', 'bot', 'both')),
+            item_key       TEXT,
+            item_version   INTEGER,
+            paper_version  INTEGER,
+            write_token    TEXT,
+            PRIMARY KEY (chat_id, arxiv_id)
+        );
+        CREATE INDEX zotero_items_key ON zotero_items(chat_id, item_key);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

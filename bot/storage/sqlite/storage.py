@@ -25,6 +25,7 @@ from bot.storage.sqlite.saved import SavedInTransaction, SavedRepository
 from bot.storage.sqlite.sources import SourceRepository
 from bot.storage.sqlite.subscriptions import SubscriptionRepository
 from bot.storage.sqlite.topics import TopicRepository
+from bot.storage.sqlite.zotero import ZoteroRepository
 
 
 class SqliteTransaction:
@@ -60,6 +61,7 @@ class SqliteStorage:
         self.community = CommunityRepository(db)
         self.topics = TopicRepository(db)
         self.paid_broadcasts = PaidBroadcastRepository(db)
+        self.zotero = ZoteroRepository(db)
 
     @classmethod
     async def open(cls, path: Path | str, *, create: bool = True, migrate: bool = True,
