@@ -144,3 +144,35 @@ async def test_in_a_group_only_admins_switch_the_buttons(harness: Harness) -> No
                                 user_id=member)
     assert "Only this group's administrators" in refused.text
     assert "without 👍 / 👎" in (await harness.ask(GROUP, "/thumbs off", user_id=admin)).text
+
+
+async def test_a_reaction_shows_its_label_on_the_alerts_buttons_as_a_tap_would(
+        harness: Harness) -> None:
+    await harness.ask(CHAT, "/follow cs.LG")
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()
+    alert = alerts_of(harness, CHAT, "Graph neural networks")[0]
+    assert [b["text"] for b in alert.buttons][:3] == ["⭐ Save", "👍", "👎"]
+
+    harness.tg.react(CHAT, alert.message_id, ("❤",))
+    await handled(harness, CHAT)
+    shown = harness.tg.message(CHAT, alert.message_id)
+    assert [b["text"] for b in shown.buttons][:3] == ["⭐ Save", "👍✓", "👎"]
+    harness.tg.react(CHAT, alert.message_id, ("👎",), old=("❤",))
+    await handled(harness, CHAT)
+    assert [b["text"] for b in harness.tg.message(CHAT, alert.message_id).buttons][:3] == [
+        "⭐ Save", "👍", "👎✓"]
+    # The buttons drawn after a reaction are the ones a tap gives: tapping 👎✓ clears it.
+    lit = next(b for b in harness.tg.message(CHAT, alert.message_id).buttons
+               if b["text"] == "👎✓")
+    await harness.press(CHAT, alert.message_id, lit["callback_data"])
+    assert await harness.services.storage.feedback.get(CHAT, alert_paper(alert)) is None
+    harness.tg.react(CHAT, alert.message_id, (), old=("👎",))  # nothing left to clear
+    await handled(harness, CHAT)
+    assert [b["text"] for b in harness.tg.message(CHAT, alert.message_id).buttons][:3] == [
+        "⭐ Save", "👍", "👎"]
+
+
+def alert_paper(alert: SentMessage) -> str:
+    return next(word.removeprefix("arXiv:").split("v")[0] for word in alert.text.split()
+                if word.startswith("arXiv:"))

@@ -4,6 +4,7 @@ queue (and then kept); their cards and alerts drawn again; 👍 / 👎; the near
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from bot.arxiv.lookups import LookupQueue
 from bot.core.clock import Clock
@@ -14,6 +15,9 @@ from bot.delivery.render import RenderedMessage, render_alert
 from bot.ranking.reactions import rating_of
 from bot.ranking.service import Ranker
 from bot.storage import Storage
+
+if TYPE_CHECKING:
+    from telegram import InlineKeyboardMarkup
 
 
 class Papers:
@@ -117,6 +121,26 @@ class Papers:
             return None
         arxiv_id = papers.pop()
         return arxiv_id if await self.rate(chat_id, arxiv_id, rating.label) else None
+
+    async def keyboard_after_rating(self, chat_id: int, message_id: int, lang: str,
+                                    arxiv_id: str) -> InlineKeyboardMarkup | None:
+        """The keyboard of the bot's message `message_id` (one paper's alert or card) as a
+        👍 / 👎 tap would leave it, its label shown; None when the chat leaves the rating
+        buttons out, or the message is not one the bot keeps. The message's own keyboard is not
+        in a reaction's update, so it is drawn again from the store, for the collapsed
+        abstract."""
+        if not await self._rating_buttons(chat_id):
+            return None
+        versions = {row.alert.version for row in
+                    await self._storage.outbox.rows_of_message(chat_id, message_id)
+                    if row.alert.arxiv_id == arxiv_id}
+        if len(versions) != 1:
+            return None
+        paper = await self.shown(arxiv_id, versions.pop())
+        if paper is None:
+            return None
+        drawn = await self.redrawn(chat_id, message_id, lang, paper, expanded=False)
+        return drawn.reply_markup
 
     async def similar(self, arxiv_id: str, count: int) -> tuple[Paper | None, list[Paper]]:
         """The stored paper and up to `count` stored papers nearest to it, best first; (None,
