@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.core.models import Feedback
-from tests.conftest import Harness
+from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
 from tests.test_e2e_ranking import day, next_days_digest
 
@@ -176,3 +176,36 @@ async def test_a_reaction_shows_its_label_on_the_alerts_buttons_as_a_tap_would(
 def alert_paper(alert: SentMessage) -> str:
     return next(word.removeprefix("arXiv:").split("v")[0] for word in alert.text.split()
                 if word.startswith("arXiv:"))
+
+
+async def test_a_reaction_on_a_papers_card_rates_it_as_on_an_alert(harness: Harness) -> None:
+    harness.serve_feed(day(), announce_date=DAY1)
+    await harness.poll()  # stored; the chat follows nothing, so no alert
+    card = await harness.ask(CHAT, "/paper 2611.10001")
+    assert [b["text"] for b in card.buttons][:3] == ["⭐ Save", "👍", "👎"]
+
+    harness.tg.react(CHAT, card.message_id, ("🔥",))
+    await handled(harness, CHAT)
+    feedback = harness.services.storage.feedback
+    assert await feedback.get(CHAT, "2611.10001") == Feedback.MORE
+    assert [b["text"] for b in harness.tg.message(CHAT, card.message_id).buttons][:3] == [
+        "⭐ Save", "👍✓", "👎"]
+    harness.tg.react(CHAT, card.message_id, (), old=("🔥",))
+    await handled(harness, CHAT)
+    assert await feedback.get(CHAT, "2611.10001") is None
+
+
+async def test_after_a_reaction_an_expanded_alert_still_offers_to_collapse(
+        harness: Harness) -> None:
+    await harness.ask(CHAT, "/follow cs.LG")
+    harness.serve_feed([make_paper(1)], announce_date=DAY1)  # an abstract of 450 characters
+    await harness.poll()
+    alert = alerts_of(harness, CHAT, "Sparse attention")[0]
+    expand = next(b for b in alert.buttons if b["text"] == "📄 Full abstract")
+    await harness.press(CHAT, alert.message_id, expand["callback_data"])
+    assert "🔼 Collapse" in harness.tg.message(CHAT, alert.message_id).button_texts
+
+    harness.tg.react(CHAT, alert.message_id, ("👍",))
+    await handled(harness, CHAT)
+    texts = harness.tg.message(CHAT, alert.message_id).button_texts
+    assert "👍✓" in texts and "🔼 Collapse" in texts, texts

@@ -78,13 +78,14 @@ async def test_columns_match_sqlites_table_for_table(pg_url: str, tmp_path: Path
 async def test_a_database_made_by_an_earlier_version_gets_the_upgrades_above_it(
         pg_url: str) -> None:
     """Version 16 was the first PostgreSQL schema; 17 added the inline search's index, 18 the
-    chats' rating_buttons, 19 the paid broadcasts' budget, 20 the Zotero links: a database at
-    16 is made as it was, then started."""
+    chats' rating_buttons, 19 the paid broadcasts' budget, 20 the Zotero links, 21 the cards'
+    messages: a database at 16 is made as it was, then started."""
     await (await open_storage(pg_url)).close()
     conn = await asyncpg.connect(pg_url)
     await conn.execute("DROP INDEX papers_text; ALTER TABLE chats DROP COLUMN rating_buttons; "
                        "DROP TABLE paid_broadcasts; DROP TABLE zotero_items; "
-                       "DROP TABLE zotero_links; DELETE FROM schema_version WHERE version > 16")
+                       "DROP TABLE zotero_links; DROP TABLE card_messages; "
+                       "DELETE FROM schema_version WHERE version > 16")
     await conn.close()
     await (await open_storage(pg_url)).close()
     conn = await asyncpg.connect(pg_url)
@@ -94,6 +95,7 @@ async def test_a_database_made_by_an_earlier_version_gets_the_upgrades_above_it(
         assert await conn.fetchval("SELECT rating_buttons FROM chats LIMIT 1") is None
         assert await conn.fetchval("SELECT to_regclass('paid_broadcasts') IS NOT NULL")
         assert await conn.fetchval("SELECT COUNT(*) FROM zotero_links") == 0
+        assert await conn.fetchval("SELECT COUNT(*) FROM card_messages") == 0
     finally:
         await conn.close()
 

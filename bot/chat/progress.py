@@ -65,13 +65,14 @@ class Progress:
                 time.monotonic() - self._last_edit >= self._policy.edit_every):
             await self._edit(text)
 
-    async def finish(self, text: str, **kwargs: object) -> None:
-        """The answer: it replaces the progress message if one is shown, else it is a reply."""
+    async def finish(self, text: str, **kwargs: object) -> Message | None:
+        """The answer: it replaces the progress message if one is shown, else it is a reply;
+        the message that shows it."""
         await self._stop_ticker()
         if self._message is None:
-            await reply(self._update, self._context, text, **kwargs)
-            return
+            return await reply(self._update, self._context, text, **kwargs)
         await edit_quietly(self._message.edit_text(text, **kwargs))  # type: ignore[arg-type]
+        return self._message
 
     async def dismiss(self) -> None:
         """Remove the progress message (the answer went out another way, e.g. a document)."""

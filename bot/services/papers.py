@@ -4,7 +4,6 @@ queue (and then kept); their cards and alerts drawn again; 👍 / 👎; the near
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from bot.arxiv.lookups import LookupQueue
 from bot.core.clock import Clock
@@ -15,9 +14,6 @@ from bot.delivery.render import RenderedMessage, render_alert
 from bot.ranking.reactions import rating_of
 from bot.ranking.service import Ranker
 from bot.storage import Storage
-
-if TYPE_CHECKING:
-    from telegram import InlineKeyboardMarkup
 
 
 class Papers:
@@ -115,32 +111,43 @@ class Papers:
         rating = rating_of(old, new)
         if rating is None:
             return None
-        papers = {row.alert.arxiv_id
-                  for row in await self._storage.outbox.rows_of_message(chat_id, message_id)}
-        if len(papers) != 1:
+        shown = await self._one_paper_of(chat_id, message_id)
+        if shown is None:
             return None
-        arxiv_id = papers.pop()
+        arxiv_id = shown[0]
         return arxiv_id if await self.rate(chat_id, arxiv_id, rating.label) else None
 
-    async def keyboard_after_rating(self, chat_id: int, message_id: int, lang: str,
-                                    arxiv_id: str) -> InlineKeyboardMarkup | None:
-        """The keyboard of the bot's message `message_id` (one paper's alert or card) as a
-        👍 / 👎 tap would leave it, its label shown; None when the chat leaves the rating
-        buttons out, or the message is not one the bot keeps. The message's own keyboard is not
-        in a reaction's update, so it is drawn again from the store, for the collapsed
-        abstract."""
+    async def _one_paper_of(self, chat_id: int, message_id: int) -> tuple[str, int] | None:
+        """The paper (id, version) of the bot's message if it shows one paper: an alert's
+        (from the outbox) or a card's; None for a digest, a list or a message not kept."""
+        rows = await self._storage.outbox.rows_of_message(chat_id, message_id)
+        if rows:
+            shown = {(row.alert.arxiv_id, row.alert.version) for row in rows}
+            return shown.pop() if len(shown) == 1 else None
+        return await self._storage.cards.paper_of(chat_id, message_id)
+
+    async def card_shown(self, chat_id: int, message_id: int, paper: Paper) -> None:
+        """Message `message_id` is the paper's card: a reaction on it rates the paper."""
+        await self._storage.cards.shown(chat_id, message_id, paper.arxiv_id, paper.version,
+                                        self._clock.now())
+
+    async def drawn_after_rating(self, chat_id: int, message_id: int, lang: str,
+                                 arxiv_id: str) -> tuple[RenderedMessage, RenderedMessage] | None:
+        """The bot's message `message_id` (one paper's alert or card) drawn again as a 👍 / 👎
+        tap would leave it, its label shown: with the abstract collapsed, and expanded (a
+        reaction's update carries neither the message's keyboard nor its text, so the edge
+        tells which it is). None when the chat leaves the rating buttons out, or the message
+        is not one the bot keeps."""
         if not await self._rating_buttons(chat_id):
             return None
-        versions = {row.alert.version for row in
-                    await self._storage.outbox.rows_of_message(chat_id, message_id)
-                    if row.alert.arxiv_id == arxiv_id}
-        if len(versions) != 1:
+        shown = await self._one_paper_of(chat_id, message_id)
+        if shown is None or shown[0] != arxiv_id:
             return None
-        paper = await self.shown(arxiv_id, versions.pop())
+        paper = await self.shown(*shown)
         if paper is None:
             return None
-        drawn = await self.redrawn(chat_id, message_id, lang, paper, expanded=False)
-        return drawn.reply_markup
+        return (await self.redrawn(chat_id, message_id, lang, paper, expanded=False),
+                await self.redrawn(chat_id, message_id, lang, paper, expanded=True))
 
     async def similar(self, arxiv_id: str, count: int) -> tuple[Paper | None, list[Paper]]:
         """The stored paper and up to `count` stored papers nearest to it, best first; (None,

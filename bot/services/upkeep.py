@@ -33,6 +33,8 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
     papers = await storage.papers.prune(now - PAPER_RETENTION_DAYS * DAY)
     await storage.guides.prune(now - PAPER_RETENTION_DAYS * DAY)
     await storage.community.prune(now - PAPER_RETENTION_DAYS * DAY)
+    # A reaction on a card a month old still rates, as one on an alert kept that long does.
+    await storage.cards.prune(now - OUTBOX_RETENTION_DAYS * DAY)
     if alerts or papers:
         log.info("pruned %d delivered alerts and %d papers", alerts, papers)
     compacted = await storage.upkeep()

@@ -219,6 +219,9 @@ class Storage(Protocol):
     @property
     def zotero(self) -> ZoteroRepository: ...
 
+    @property
+    def cards(self) -> CardRepository: ...
+
     def transaction(self) -> AbstractAsyncContextManager[Transaction]:
         """A write transaction: committed when the block ends, rolled back if it raises.
 
@@ -758,3 +761,17 @@ class ZoteroRepository(Protocol):
 
     async def drop(self, chat_id: int, arxiv_ids: Iterable[str]) -> None:
         """Forget these papers' items (they are gone from Zotero)."""
+
+
+class CardRepository(Protocol):
+    """The bot's messages that show one paper's card (/paper, a pasted link), by message."""
+
+    async def shown(self, chat_id: int, message_id: int, arxiv_id: str, version: int,
+                    now: float) -> None:
+        """Message `message_id` of the chat shows this version of the paper."""
+
+    async def paper_of(self, chat_id: int, message_id: int) -> tuple[str, int] | None:
+        """The paper (id, version) a card message shows, or None for any other message."""
+
+    async def prune(self, before: float) -> int:
+        """Forget cards sent before `before`."""

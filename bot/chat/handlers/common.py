@@ -6,7 +6,7 @@ import logging
 import unicodedata
 from collections.abc import Awaitable
 
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update, WebAppInfo
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message, Update, WebAppInfo
 from telegram.constants import ChatMemberStatus, ChatType
 from telegram.error import BadRequest, TelegramError
 
@@ -47,12 +47,13 @@ async def record_chat(update: Update, context: BotContext) -> None:
         log.info("chat %s is active again; its held alerts are released", chat.id)
 
 
-async def reply(update: Update, context: BotContext, text: str, **kwargs: object) -> None:
-    """Reply in HTML without link previews (the application's `Defaults`)."""
+async def reply(update: Update, context: BotContext, text: str, **kwargs: object
+                ) -> Message | None:
+    """Reply in HTML without link previews (the application's `Defaults`); the reply sent."""
     message = update.effective_message
     if message is None:
-        return
-    await message.reply_text(text, **kwargs)  # type: ignore[arg-type]
+        return None
+    return await message.reply_text(text, **kwargs)  # type: ignore[arg-type]
 
 
 def topic_of(update: Update) -> int:

@@ -153,7 +153,8 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
     found = await papers.stored(arxiv_id.base, arxiv_id.version)
     if found is not None:
         card = await _card(update, context, found)
-        await reply(update, context, card.text, reply_markup=card.reply_markup)
+        await _shown(context, found, await reply(update, context, card.text,
+                                                 reply_markup=card.reply_markup))
         return
     lang = context.lang
     try:
@@ -181,7 +182,14 @@ async def show_paper(update: Update, context: BotContext, arxiv_id: ArxivId) -> 
             await progress.finish(t(lang, "arXiv has no paper {id}.", id=escape(str(arxiv_id))))
             return
         card = await _card(update, context, found)
-        await progress.finish(card.text, reply_markup=card.reply_markup)
+        await _shown(context, found, await progress.finish(card.text,
+                                                           reply_markup=card.reply_markup))
+
+
+async def _shown(context: BotContext, paper: Paper, message: Message | None) -> None:
+    """The card went out as `message`: a reaction on it rates the paper."""
+    if message is not None:
+        await context.services.papers.card_shown(message.chat_id, message.message_id, paper)
 
 
 async def _card(update: Update, context: BotContext, paper: Paper) -> RenderedMessage:

@@ -17,6 +17,7 @@ from typing import Any
 from bot.core.models import Alert, ForYouRow, GroupMember, OutboxRow, Paper
 from bot.storage.postgres.db import Connection
 from bot.storage.postgres.lock import fencing_term, leading
+from bot.storage.sqlite.cards import CardRepository
 from bot.storage.sqlite.chats import ChatRepository, ChatsInTransaction
 from bot.storage.sqlite.community import CommunityRepository
 from bot.storage.sqlite.feedback import FeedbackRepository
@@ -220,7 +221,8 @@ class GuideRepository(SqliteGuides):
 
 
 __all__ = [
-    "ChatRepository", "ChatsInTransaction", "CommunityRepository", "DeliveryQueue",
+    "CardRepository", "ChatRepository", "ChatsInTransaction", "CommunityRepository",
+    "DeliveryQueue",
     "FeedbackRepository", "ForYouOutboxRepository", "ForYouRow", "GuideRepository",
     "HeartbeatRepository", "OutboxInTransaction", "OutboxRepository", "OutboxRow",
     "PaidBroadcastRepository",

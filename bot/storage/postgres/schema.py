@@ -306,6 +306,18 @@ UPGRADES: tuple[tuple[int, str], ...] = (
     );
     CREATE INDEX zotero_items_key ON zotero_items(chat_id, item_key);
     """),
+    (21, """
+    -- The bot's messages that show one paper's card: what a reaction on one rates.
+    CREATE TABLE card_messages (
+        chat_id    BIGINT NOT NULL REFERENCES chats(id) ON DELETE CASCADE ON UPDATE CASCADE,
+        message_id BIGINT NOT NULL,
+        arxiv_id   TEXT NOT NULL,
+        version    INTEGER NOT NULL,
+        sent_at    DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (chat_id, message_id)
+    );
+    CREATE INDEX card_messages_sent ON card_messages(sent_at);
+    """),
 )
 LATEST_VERSION = UPGRADES[-1][0] if UPGRADES else BASE_VERSION
 assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQL statement here"
@@ -314,4 +326,5 @@ assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQ
 TABLES = ("chats", "subscriptions", "papers", "paper_versions", "outbox", "saved", "sources",
           "heartbeats", "guides", "guide_calls", "community_picks", "feedback",
           "ranking_vocabulary", "chat_models", "foryou", "alert_threads", "topics",
-          "foryou_outbox", "integrity_checks", "paid_broadcasts", "zotero_links", "zotero_items")
+          "foryou_outbox", "integrity_checks", "paid_broadcasts", "zotero_links", "zotero_items",
+          "card_messages")

@@ -13,6 +13,7 @@ from bot.storage.interfaces import Compaction
 from bot.storage.postgres.db import Connection, Database, engine_errors
 from bot.storage.postgres.lock import leading
 from bot.storage.postgres.repositories import (
+    CardRepository,
     ChatRepository,
     ChatsInTransaction,
     CommunityRepository,
@@ -69,6 +70,7 @@ class PostgresStorage:
         self.topics = TopicRepository(db)  # type: ignore[arg-type]
         self.paid_broadcasts = PaidBroadcastRepository(db)  # type: ignore[arg-type]
         self.zotero = ZoteroRepository(db)  # type: ignore[arg-type]
+        self.cards = CardRepository(db)  # type: ignore[arg-type]
 
     @classmethod
     async def open(cls, url: str, *, create: bool = True, migrate: bool = True,

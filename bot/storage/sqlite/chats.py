@@ -18,7 +18,8 @@ _KEYS_BESIDE_CHAT = {"subscriptions": ("query",), "saved": ("arxiv_id",),
 # Every table with a row per chat besides `chats` itself (keyed `chat_id`): what forgetting a
 # chat erases. A new table that names a chat belongs here (tests/test_e2e_forget.py checks).
 CHAT_TABLES = ("subscriptions", "topics", "saved", "feedback", "chat_models", "foryou",
-               "guide_calls", "alert_threads", "zotero_items", "zotero_links", *DELIVERY_TABLES)
+               "guide_calls", "alert_threads", "zotero_items", "zotero_links", "card_messages",
+               *DELIVERY_TABLES)
 
 
 def _chat(row: sqlite3.Row) -> Chat:

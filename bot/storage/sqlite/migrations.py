@@ -632,6 +632,23 @@ MIGRATIONS: tuple[tuple[int, str, str | DataMigration], ...] = (
         CREATE INDEX zotero_items_key ON zotero_items(chat_id, item_key);
         """,
     ),
+    (
+        21,
+        "the bot's messages that show one paper's card, so that a reaction on one rates it",
+        """
+        -- /paper's cards (and a pasted link's): alerts are found in the outbox, cards here.
+        CREATE TABLE card_messages (
+            chat_id    INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE
+                                                        ON UPDATE CASCADE,
+            message_id INTEGER NOT NULL,
+            arxiv_id   TEXT NOT NULL,
+            version    INTEGER NOT NULL,
+            sent_at    REAL NOT NULL,
+            PRIMARY KEY (chat_id, message_id)
+        );
+        CREATE INDEX card_messages_sent ON card_messages(sent_at);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

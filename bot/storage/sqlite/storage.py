@@ -10,6 +10,7 @@ import aiosqlite
 
 from bot.core.models import Leadership
 from bot.storage.interfaces import Compaction
+from bot.storage.sqlite.cards import CardRepository
 from bot.storage.sqlite.chats import ChatRepository, ChatsInTransaction
 from bot.storage.sqlite.community import CommunityRepository
 from bot.storage.sqlite.db import BUSY_TIMEOUT, Database
@@ -62,6 +63,7 @@ class SqliteStorage:
         self.topics = TopicRepository(db)
         self.paid_broadcasts = PaidBroadcastRepository(db)
         self.zotero = ZoteroRepository(db)
+        self.cards = CardRepository(db)
 
     @classmethod
     async def open(cls, path: Path | str, *, create: bool = True, migrate: bool = True,
