@@ -227,3 +227,27 @@ async def test_a_daily_digest_of_one_paper_says_so_in_the_singular(harness: Harn
     assert await harness.send_due_digests() == 1
     digest = await harness.tg.wait_for_message(CHAT, contains="part 1")
     assert "1 new match" in digest.text and "1 new matches" not in digest.text
+
+
+async def test_many_chats_digests_at_the_same_hour_go_out_together_not_one_after_another(
+        harness: Harness) -> None:
+    """A public bot's evening: thousands of chats take their digest at 08:00. Sent one chat
+    after another, each waiting for Telegram's answer, they would take an hour at 100 ms;
+    they go as a drain goes, many requests on their way at once."""
+    chats = range(7101, 7111)
+    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=SHANGHAI).timestamp())
+    for chat_id in chats:
+        await harness.ask(chat_id, "/follow cs.LG")
+        await harness.ask(chat_id, "/tz Asia/Shanghai")
+        await harness.ask(chat_id, "/digest 08:00")
+    await ingest(harness, 3)
+    harness.tg.set_round_trip("sendMessage", 0.2)
+
+    harness.clock.set(datetime(2026, 12, 2, 8, 0, 30, tzinfo=SHANGHAI).timestamp())
+    assert await harness.send_due_digests() == len(chats)
+
+    for chat_id in chats:
+        digest = await harness.tg.wait_for_message(chat_id, contains="part 3")
+        assert "part 1" in digest.text
+    assert harness.tg.peak_in_flight("sendMessage") > 1
+    assert await harness.send_due_digests() == 0, "once a day"

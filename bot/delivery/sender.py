@@ -8,7 +8,7 @@ import html
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -145,6 +145,7 @@ class DrainReport:
     sent: int = 0  # alerts
     paid: int = 0  # messages sent as paid broadcasts
     digests: int = 0
+    digest_chats: set[int] = field(default_factory=set)  # chats that got a digest
     for_you: int = 0  # For-you messages
     retried: int = 0
     failed: int = 0
@@ -222,24 +223,7 @@ class Sender:
             if self._stopping:
                 return report
             await self._recover()
-            chat_ids = await self._due_chats()
-            queue: asyncio.Queue[int] = asyncio.Queue()
-            for chat_id in chat_ids:
-                queue.put_nowait(chat_id)
-
-            async def worker() -> None:
-                while not queue.empty() and not self._stopping:
-                    chat_id = queue.get_nowait()
-                    try:
-                        await self._deliver_chat(chat_id, report, digest_mode_run=False)
-                    except DatabaseDamaged:
-                        raise  # every chat's: the bot stops (bot/runtime.py)
-                    except Exception as exc:  # one chat's trouble must not stop the others
-                        log.exception("delivery to chat %s failed", chat_id)
-                        report.errors.append(f"{chat_id}: {exc}")
-
-            workers = min(max(WORKERS, 2 * self.window), len(chat_ids))
-            await self._run(asyncio.gather(*(worker() for _ in range(workers))))
+            await self._deliver_chats(await self._due_chats(), report, digest_mode_run=False)
             self._pacer.forget_idle()
         if report.sent or report.for_you or report.failed or report.blocked_chats:
             log.info("delivery: sent=%d digests=%d for_you=%d retried=%d failed=%d "
@@ -247,16 +231,37 @@ class Sender:
                      report.retried, report.failed, report.blocked_chats)
         return report
 
-    async def send_daily_digest(self, chat_id: int) -> DrainReport:
-        """Send a digest-mode chat everything pending, as one digest (called at its local time)."""
+    async def send_daily_digests(self, chat_ids: Sequence[int]) -> DrainReport:
+        """Send each digest-mode chat everything pending, as one digest (called at their local
+        time), many chats at once as a drain does."""
         report = DrainReport()
         async with self._lock:
             if self._stopping:
                 return report
             await self._recover()
-            await self._run(asyncio.ensure_future(
-                self._deliver_chat(chat_id, report, digest_mode_run=True)))
+            await self._deliver_chats(chat_ids, report, digest_mode_run=True)
         return report
+
+    async def _deliver_chats(self, chat_ids: Sequence[int], report: DrainReport,
+                             digest_mode_run: bool) -> None:
+        """Deliver to each chat, enough of them at once to keep the pace full."""
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        for chat_id in chat_ids:
+            queue.put_nowait(chat_id)
+
+        async def worker() -> None:
+            while not queue.empty() and not self._stopping:
+                chat_id = queue.get_nowait()
+                try:
+                    await self._deliver_chat(chat_id, report, digest_mode_run)
+                except DatabaseDamaged:
+                    raise  # every chat's: the bot stops (bot/runtime.py)
+                except Exception as exc:  # one chat's trouble must not stop the others
+                    log.exception("delivery to chat %s failed", chat_id)
+                    report.errors.append(f"{chat_id}: {exc}")
+
+        workers = min(max(WORKERS, 2 * self.window), len(chat_ids))
+        await self._run(asyncio.gather(*(worker() for _ in range(workers))))
 
     async def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """Stop sending, for shutdown: no request starts after this call; those in flight get
@@ -377,6 +382,7 @@ class Sender:
                 return False
         if composition.digest and composition.messages:
             report.digests += 1
+            report.digest_chats.add(chat.id)
         return True
 
     async def _deliver(self, chat: Chat, outgoing: Outgoing, report: DrainReport) -> bool:

@@ -21,21 +21,28 @@ async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
     its next digest counts from now. A digest cut short (Telegram failed a part; the rest was
     not sent) is not marked: the next check sends what is left of it, not the next day's.
     """
-    sent = 0
+    owed: dict[int, set[int]] = {}
     for chat in await storage.chats.in_digest_mode():
         if chat.digest_time is None or chat.paused:
             continue
         last = chat.last_digest_at if chat.last_digest_at is not None else now
         if digest_due(now, last, chat.digest_time, chat.timezone):
-            owed = {row.id for row in await storage.outbox.pending_for_chat(chat.id, now)}
-            report = await sender.send_daily_digest(chat.id)
-            sent += report.digests > 0
-            left = owed & {row.id for row in await storage.outbox.pending_for_chat(chat.id)}
-            if left:
-                log.info("the digest to chat %s was cut short with %d alert(s) left; the next "
-                         "check sends them", chat.id, len(left))
-                continue
-            await storage.chats.mark_digest_sent(chat.id, now)
+            owed[chat.id] = {row.id for row in await storage.outbox.pending_for_chat(chat.id, now)}
+    if not owed:
+        return 0
+    report = await sender.send_daily_digests(list(owed))
+    sent = 0
+    for chat_id, rows in owed.items():
+        left = rows & {row.id for row in await storage.outbox.pending_for_chat(chat_id)}
+        if left:
+            log.info("the digest to chat %s was cut short with %d alert(s) left; the next "
+                     "check sends them", chat_id, len(left))
+            continue
+        sent += chat_id in report.digest_chats
+        await storage.chats.mark_digest_sent(chat_id, now)
+    if report.digests:
+        log.info("digests: %d chat(s), %d message(s) of %d alert(s)", sent, report.digests,
+                 report.sent)
     return sent
 
 

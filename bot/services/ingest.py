@@ -69,6 +69,7 @@ class SourceReport:
     alerts: int = 0
     error: str | None = None
     seconds: float = 0.0
+    fetch_seconds: float = 0.0  # of `seconds`, the request and the parse
     freshness: Freshness | None = None
     filled: int = 0  # papers read from the listing page because the feed was stale
 
@@ -151,8 +152,9 @@ class Pipeline:
         for source in report.sources:
             log.info(
                 "poll source=%s outcome=%s items=%d new=%d revised=%d seen=%d alerts=%d "
-                "seconds=%.2f%s", source.url, source.outcome, source.items, source.new,
-                source.revised, source.seen, source.alerts, source.seconds,
+                "seconds=%.2f fetch=%.2f%s", source.url, source.outcome, source.items,
+                source.new, source.revised, source.seen, source.alerts, source.seconds,
+                source.fetch_seconds,
                 f" error={source.error}" if source.error else "",
             )
         return report
@@ -184,6 +186,7 @@ class Pipeline:
                                 seconds=time.monotonic() - started, freshness=filled.freshness,
                                 **filled.counts)
         result = fetched.result
+        fetch_seconds = time.monotonic() - started
         if fetched.feed is None:
             await store.sources.record_success(url, self._clock.now(), result.status, None,
                                                result.etag, result.last_modified)
@@ -221,7 +224,8 @@ class Pipeline:
             counts[name] = counts.get(name, 0) + value
         return SourceReport(
             url, SourceOutcome.EMPTY if empty else SourceOutcome.OK, items=len(feed.papers),
-            seconds=time.monotonic() - started, freshness=filled.freshness, **counts,
+            seconds=time.monotonic() - started, fetch_seconds=fetch_seconds,
+            freshness=filled.freshness, **counts,
         )
 
     async def _ingest(self, papers: Sequence[Paper], report: PollReport, now: float

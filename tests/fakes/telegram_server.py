@@ -793,6 +793,8 @@ class FakeTelegram:
         self._rate_limited = 0
         self._server_errors: list[str] = []
         self._active_requests = 0
+        self._in_flight: dict[str, int] = {}  # requests of each method being handled now
+        self._peak_in_flight: dict[str, int] = {}
         self._waiting_polls = 0
         self._delayed_requests = 0
         self._webhook: dict[str, Any] = {}
@@ -1479,6 +1481,11 @@ class FakeTelegram:
         with self._cond:
             return len(self._updates)
 
+    def peak_in_flight(self, method: str) -> int:
+        """The most requests of `method` the fake was handling at once so far."""
+        with self._cond:
+            return self._peak_in_flight.get(method, 0)
+
     @property
     def stars_balance(self) -> float:
         """The bot's Stars left for paid broadcasts."""
@@ -1573,13 +1580,17 @@ class FakeTelegram:
     def _handle(
         self, path: str, query: str, content_type: str, body: bytes
     ) -> tuple[int, dict[str, Any]]:
+        method = path.rstrip("/").rsplit("/", 1)[-1]
         with self._cond:
             self._active_requests += 1
+            self._in_flight[method] = in_flight = self._in_flight.get(method, 0) + 1
+            self._peak_in_flight[method] = max(self._peak_in_flight.get(method, 0), in_flight)
         try:
             return self._handle_counted(path, query, content_type, body)
         finally:
             with self._cond:
                 self._active_requests -= 1
+                self._in_flight[method] -= 1
                 self._cond.notify_all()
 
     def _handle_counted(
