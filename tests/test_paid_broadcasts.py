@@ -50,12 +50,21 @@ async def bot_with_paid_broadcasts(tmp_path: Path, *, stars_per_day: int,
             await stop_bot(app)
 
 
-async def one_alert_to_each_chat(harness: Harness) -> None:
+async def one_alert_to_each_chat(harness: Harness) -> list[dict]:
     for chat_id in CHATS:
         assert "Following" in (await harness.ask(chat_id, "/follow cs.LG")).text
-    harness.serve_feed([make_paper(1)], announce_date=DAY1)
+    return await announce_and_deliver(harness, 1)
+
+
+async def announce_and_deliver(harness: Harness, number: int) -> list[dict]:
+    """Paper `number` announced, polled and delivered: the alerts sent, one to each chat."""
+    before = len(alert_sends(harness.tg))
+    harness.serve_feed([make_paper(number)], announce_date=DAY1)
     await harness.services.pipeline.poll()
     await harness.drain()
+    sends = alert_sends(harness.tg)[before:]
+    assert sorted(p["chat_id"] for p in sends) == list(CHATS), "each chat, exactly once"
+    return sends
 
 
 def alert_sends(tg: FakeTelegram) -> list[dict]:
@@ -68,11 +77,9 @@ async def test_bulk_alerts_go_paid_until_the_days_budget_is_spent_then_free(
     tmp_path: Path,
 ) -> None:
     async with bot_with_paid_broadcasts(tmp_path, stars_per_day=2, balance=100) as harness:
-        await one_alert_to_each_chat(harness)
+        sends = await one_alert_to_each_chat(harness)
         tg = harness.tg
 
-        sends = alert_sends(tg)
-        assert sorted(p["chat_id"] for p in sends) == list(CHATS), "each chat, exactly once"
         paid = [p for p in sends if p.get("allow_paid_broadcast")]
         assert len(paid) == 2 * MESSAGES_PER_STAR == tg.paid_messages
         assert sends[:len(paid)] == paid, "paid while the budget lasts, then at the free pace"
@@ -93,8 +100,6 @@ async def test_an_empty_stars_balance_sends_the_rest_free_and_loses_nothing(
         await one_alert_to_each_chat(harness)
         tg = harness.tg
 
-        sends = alert_sends(tg)
-        assert sorted(p["chat_id"] for p in sends) == list(CHATS), "each chat, exactly once"
         assert tg.paid_messages == 10 and tg.stars_balance == 0
         # Sends already on their way when the first refusal came back are refused too; each
         # goes again, free.
@@ -103,11 +108,7 @@ async def test_an_empty_stars_balance_sends_the_rest_free_and_loses_nothing(
         counts = await harness.services.storage.outbox.counts()
         assert counts["sent"] == len(CHATS) and counts["failed"] == 0
 
-        harness.serve_feed([make_paper(2)], announce_date=DAY1)
-        await harness.services.pipeline.poll()
-        await harness.drain()
-        later = alert_sends(tg)[len(sends):]
-        assert sorted(p["chat_id"] for p in later) == list(CHATS)
+        later = await announce_and_deliver(harness, 2)
         assert not any(p.get("allow_paid_broadcast") for p in later), "free for the rest of the day"
         assert len([c for c in tg.calls if c.status == 400]) == len(refused)
 
