@@ -16,7 +16,10 @@ import pytest
 
 from bot.config import load_settings
 from bot.core.clock import ManualClock
+from bot.core.models import ZoteroLibraryKind
 from bot.core.redaction import RedactingFilter
+from bot.zotero.client import Library, ZoteroClient
+from bot.zotero.items import preprint_item
 from tests.conftest import (
     ON_BOTH_ENGINES,
     Harness,
@@ -295,3 +298,34 @@ def test_a_short_secret_key_stops_start_up_with_one_line() -> None:
 
     with pytest.raises(ConfigError, match="SECRET_KEY must be at least 32 characters"):
         load_settings({"TELEGRAM_BOT_TOKEN": "123:abc", "SECRET_KEY": "short"}, env_file=None)
+
+
+async def test_a_write_whose_answer_was_lost_is_not_made_again(
+        harness: Harness, fake_zotero: FakeZotero) -> None:
+    """A crash after Zotero took a write but before the bot stored the item key: the next push
+    sends the same Zotero-Write-Token, Zotero refuses it (412), and the bot finds the item it
+    wrote in "arXiv alerts" instead of writing a second one."""
+    await harness.ask(CHAT, "/follow cs.LG")
+    await link_library(harness, fake_zotero)
+    await saved_by_button(harness, 1)
+    [(token,)] = harness.rows(
+        "SELECT write_token FROM zotero_items WHERE chat_id = ? AND arxiv_id = '2611.10001'",
+        (CHAT,))
+    # The earlier push, as far as Zotero got with it.
+    client = ZoteroClient(fake_zotero.root)
+    library = Library(ZoteroLibraryKind.USER, USER)
+    try:
+        collection, _ = await client.create(KEY, library, "collections",
+                                            {"name": "arXiv alerts"}, "c" * 32)
+        written, _ = await client.create(KEY, library, "items",
+                                         preprint_item(make_paper(1), collection), token)
+    finally:
+        await client.aclose()
+
+    assert (await harness.services.zotero.push()).written == 1
+    same = [key for key, item in fake_zotero.items(LIBRARY).items()
+            if item["data"].get("archiveID") == "arXiv:2611.10001"]
+    assert same == [written]
+    assert [r.status for r in fake_zotero.requests if r.method == "POST"][-1] == 412
+    assert harness.rows("SELECT item_key FROM zotero_items WHERE arxiv_id = '2611.10001'") == [
+        (written,)]
