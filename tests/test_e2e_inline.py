@@ -103,3 +103,26 @@ async def test_no_text_offers_the_newest_saved_papers_in_the_users_language(
     assert [r["id"] for r in answer.results] == ["2611.10002"]
     buttons = answer.results[0]["reply_markup"]["inline_keyboard"][0]
     assert [b["text"] for b in buttons] == ["⭐ 收藏", "🌐 arXiv 页面", "📥 PDF"]
+
+
+async def test_a_chinese_user_shares_a_card_in_chinese_and_searches_words(
+        harness: Harness) -> None:
+    """A researcher whose Telegram is in Chinese, who never wrote to the bot, shares a paper
+    into a lab group: the card's buttons and the result's line of authors are in Chinese."""
+    harness.serve_feed([*day(), make_paper(30, authors=(
+        "Ada Lovelace", "Alan Turing", "Grace Hopper", "Emmy Noether"))],
+                       announce_date=DAY1)
+    await harness.poll()
+    reader = 7601
+
+    query = harness.tg.inline_query(reader, "2611.10030", language_code="zh-hans")
+    answer = await harness.tg.wait_for(lambda: harness.tg.inline_answer(query))
+    [result] = answer.results
+    assert "等" in result["description"], "authors shortened as Chinese writes it"
+    shared = harness.tg.send_inline_result(LAB_GROUP, query, result["id"])
+
+    assert "arXiv:2611.10030" in shared.text
+    assert [b["text"] for b in shared.buttons] == ["⭐ 收藏", "🌐 arXiv 页面", "📥 PDF"]
+    words = harness.tg.inline_query(reader, "graph neural traffic", language_code="zh-hans")
+    found = await harness.tg.wait_for(lambda: harness.tg.inline_answer(words))
+    assert titles(found) == ["Graph neural networks for traffic"]
