@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.models import Beat, IntegrityCheck
+from bot.config import load_settings
+from bot.core.models import Beat, IntegrityCheck, Leadership, Role
 from bot.jobs.poll import poll_job
 from bot.jobs.routine import prune_job, telegram_heartbeat_job
+from bot.services.health import assess
 from bot.storage import open_storage
 from bot.storage.errors import DatabaseDamaged
 from tests.conftest import Harness, make_paper
@@ -211,3 +213,25 @@ async def test_the_daily_upkeep_checks_every_page_and_health_fails_on_damage(
     assert result.returncode == 1, result
     assert "integrity FAILED" in result.stdout and "out of range" in result.stdout
     assert len(result.stdout.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("lease_age", "role", "ok", "says"), [
+    (1.0, Role.LEADER, True, "healthy: leader (term 4, lease renewed 1.0 s ago); "),
+    (1.0, Role.STANDBY, True, "healthy: standby (the leader is pid 7 on host-a, term 4, "),
+    (1.0, None, False, "unhealthy: no bot of this instance (INSTANCE_NAME) is running"),
+    (25.0, Role.STANDBY, False, "NO LEADER: the lease of term 4 (pid 7 on host-a) is 25.0 s "
+                                "old, past its 10 s"),
+])
+def test_on_a_shared_database_health_names_the_role_and_the_lease(
+        lease_age: float, role: Role | None, ok: bool, says: str) -> None:
+    """PostgreSQL's `health`: the line starts with this instance's role; a standby whose
+    leader's lease has run out, or an instance with no bot running, is unhealthy."""
+    now = time.time()
+    settings = load_settings({"TELEGRAM_BOT_TOKEN": "123456:TEST-health-token"}, None)
+    lease = Leadership(term=4, leader="pid 7 on host-a", lease_age=lease_age,
+                       lease_seconds=10.0, role=role)
+    result = assess({Beat.ARXIV_POLL: now - 60, Beat.TELEGRAM: now - 5}, settings, now,
+                    None, lease, shared=True)
+    assert result.ok is ok
+    assert says in result.line()
+    assert "last successful arXiv poll" in result.line()

@@ -34,7 +34,7 @@ def announce(server: FakeArxivServer) -> None:
     server.set_feed(None, rss_feed(papers, names=("cs",), announce_date=MONDAY))
 
 
-async def seed_chats(database: Path) -> None:
+async def seed_chats(database: Path | str) -> None:
     """A researcher following cs.LG and a lab group following one title phrase."""
     storage = await open_storage(database)
     try:
@@ -49,7 +49,7 @@ async def seed_chats(database: Path) -> None:
         await storage.close()
 
 
-async def stored_counts(database: Path) -> tuple[int, int, int]:
+async def stored_counts(database: Path | str) -> tuple[int, int, int]:
     """Papers, queued-or-sent alerts, and source records in the database."""
     storage = await open_storage(database)
     try:
@@ -60,14 +60,17 @@ async def stored_counts(database: Path) -> tuple[int, int, int]:
         await storage.close()
 
 
-def write_env(folder: Path, tg: FakeTelegram, arxiv: FakeArxivServer) -> None:
-    """The operator's `.env` in `folder`, pointing the command line at the fakes."""
+def write_env(folder: Path, tg: FakeTelegram, arxiv: FakeArxivServer,
+              database_url: str | None = None) -> None:
+    """The operator's `.env` in `folder`, pointing the command line at the fakes (and at
+    `database_url`, else DATABASE_PATH's default under `folder`)."""
     (folder / ".env").write_text(
         f"TELEGRAM_BOT_TOKEN={tg.token}\n"
         f"TELEGRAM_API_URL={tg.api_url}\n"
         f"ARXIV_RSS_URL={arxiv.rss_url}\n"
         f"ARXIV_API_URL={arxiv.api_url}\n"
         "ARXIV_MIN_INTERVAL_SECONDS=0\n"
+        + (f"DATABASE_URL={database_url}\n" if database_url else "")
     )
 
 
@@ -80,10 +83,11 @@ def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 async def test_poll_once_dry_run_prints_per_chat_and_sends_or_stores_nothing(
-    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_arxiv: FakeArxivServer, database_url: str
 ) -> None:
-    write_env(tmp_path, fake_telegram, fake_arxiv)
-    database = tmp_path / "data" / "bot.sqlite3"
+    """On both engines: on PostgreSQL the dry run polls a SQLite copy of one snapshot."""
+    write_env(tmp_path, fake_telegram, fake_arxiv, database_url)
+    database = database_url
     await seed_chats(database)
     announce(fake_arxiv)
 

@@ -43,19 +43,22 @@ class PollOnce:
 async def poll_once(settings: Settings, bot: Bot, *, dry_run: bool) -> PollOnce:
     """One poll through the same services the running bot uses; delivered unless a dry run.
 
-    A dry run polls a copy of the database (SQLite's online backup, safe beside a running bot)
+    A dry run polls a copy of the database (SQLite's online backup, or PostgreSQL's tables
+    copied into a SQLite file from one snapshot; both safe beside a running bot)
     and composes what the sender would send next, so it prints exactly the running bot's
     messages while the real database and Telegram see nothing of it.
     """
     if not dry_run:
         return await _poll_once(settings, bot, dry_run=False)
-    if is_postgres(settings.database):
-        raise DatabaseError("poll-once --dry-run polls a copy of a SQLite database; on "
-                            "PostgreSQL, point DATABASE_URL at a copy (pg_dump, pg_restore) "
-                            "and run poll-once without --dry-run there")
     with tempfile.TemporaryDirectory(prefix="arxiv-alert-bot-dry-run-") as scratch:
         copy = Path(scratch) / "copy.sqlite3"
-        if settings.database_path.is_file():
+        if is_postgres(settings.database):
+            # PostgreSQL's tables read in one snapshot into a SQLite file: the same rows, so
+            # the same messages, and the server sees only reads.
+            from bot.storage.postgres.move import copy_to_sqlite
+
+            await copy_to_sqlite(settings.database, copy)
+        elif settings.database_path.is_file():
             await _copy_database(settings.database_path, copy)
         return await _poll_once(dataclasses.replace(settings, database_path=copy,
                                                     database_url=None), bot, dry_run=True)

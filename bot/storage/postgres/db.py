@@ -247,6 +247,15 @@ class Database:
                 async with self._writer.transaction():
                     yield Connection(self._writer)
 
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[asyncpg.Connection]:
+        """A reader inside a read-only, repeatable-read transaction: every read in the block
+        sees the database as one commit left it."""
+        with engine_errors(self.url):
+            async with self._readers.acquire() as conn, conn.transaction(
+                    isolation="repeatable_read", readonly=True):
+                yield conn
+
     @property
     def writer(self) -> asyncpg.Connection:
         """The writer connection, for statements that are PostgreSQL's own (inside

@@ -17,7 +17,7 @@ from bot.config import hide_password
 from bot.storage.errors import DatabaseError
 from bot.storage.postgres.db import Database as PostgresDatabase
 from bot.storage.postgres.db import engine_errors
-from bot.storage.postgres.schema import TABLES
+from bot.storage.postgres.schema import LATEST_VERSION, TABLES
 from bot.storage.sqlite.db import Database as SqliteDatabase
 
 log = logging.getLogger(__name__)
@@ -88,4 +88,50 @@ async def _copy(lite: SqliteDatabase, target: PostgresDatabase,
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                     f"COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)")
     log.info("moved %d rows into %s", sum(copied.values()), shown)
+    return copied
+
+
+async def copy_to_sqlite(url: str, target: Path) -> dict[str, int]:
+    """The PostgreSQL database at `url`, copied into a new SQLite database at `target` as one
+    snapshot (a read-only transaction: safe beside a running leader); rows per table. What
+    `poll-once --dry-run` polls, so that it prints the running bot's messages and changes
+    nothing. Both engines have the same tables and columns (`schema.TABLES`)."""
+    source = await PostgresDatabase.open(url, migrate=False, create=False)
+    try:
+        version = await source.schema_version()
+        if version != LATEST_VERSION:
+            raise DatabaseError(
+                f"the database {hide_password(url)!r} has schema version {version}, this "
+                f"version of the bot {LATEST_VERSION}: start the bot (or poll-once) once first")
+        lite = await SqliteDatabase.open(target, create=True)
+        try:
+            return await _copy_out(source, lite)
+        finally:
+            await lite.close()
+    finally:
+        await source.close()
+
+
+async def _copy_out(source: PostgresDatabase, lite: SqliteDatabase) -> dict[str, int]:
+    copied: dict[str, int] = {}
+    async with source.snapshot() as conn, lite.transaction() as out:
+        for table in TABLES:
+            columns = [r["name"] for r in await lite.fetchall(
+                f"SELECT name FROM pragma_table_info('{table}')")]
+            listed = ", ".join(columns)
+            insert = (f"INSERT OR REPLACE INTO {table} ({listed}) "
+                      f"VALUES ({', '.join('?' * len(columns))})")
+            total = 0
+            with engine_errors(source.url):
+                rows: list[tuple] = []
+                async for record in conn.cursor(f"SELECT {listed} FROM {table}",
+                                                prefetch=CHUNK):
+                    rows.append(tuple(record))
+                    if len(rows) == CHUNK:
+                        await out.executemany(insert, rows)
+                        total, rows = total + len(rows), []
+                if rows:
+                    await out.executemany(insert, rows)
+                    total += len(rows)
+            copied[table] = total
     return copied
