@@ -1,16 +1,17 @@
-"""Benchmark: the storage work of a big poll and of a drain, on SQLite and on PostgreSQL.
+"""Benchmark: a big poll and the storage of a drain, on SQLite and on PostgreSQL, in one run.
 
-Run with `.venv/bin/python bench/engines.py [--papers 2000] [--chats 10000] [--per-paper 250]
-[--drain 3000] [--engines sqlite,postgresql]`. For each engine, a fresh database through
-`bot.storage.open_storage`: `--chats` chats, then a 2,000-paper day stored in one transaction
-(`PapersInTransaction.upsert`, as the ingest does) with the alerts that 100,000 subscriptions
-give it (each paper to `--per-paper` chats: 500,000 alerts, about what bench/match.py's
-subscriptions produce) queued in the same transaction; then what a drain asks of storage for
+Run with `.venv/bin/python bench/engines.py [--seed 1] [--drain 3000]
+[--engines sqlite,postgresql]`. For each engine, a fresh database through the bot's own
+construction (`open_services`): bench/match.py's 10,000 chats and 100,000 subscriptions
+(`Corpus.query`, stored in bulk; the bot's own `follow` would take minutes for this many) and
+its 2,000-paper day served as an RSS feed by the fake arXiv on loopback; the ingest is the real
+`Pipeline.poll`: fetch and parse, match against the subscriptions' index, and store the papers
+and their alerts batch by batch, as the running bot does. Then what a drain asks of storage for
 each of `--drain` messages: the chat's pending rows, the claim and the sent mark, one after
 another (the sender's statements, without Telegram). PostgreSQL is the tests' own server
 (tests/postgres_server.py: Debian's package, a cluster in a temporary folder, here with the
-server's default durability, fsync and synchronous commits on, unlike the tests'); SQLite a
-file in WAL mode with the bot's pragmas (synchronous=NORMAL).
+server's default durability, fsync on, unlike the tests'); SQLite a file in WAL mode with the
+bot's pragmas (synchronous=NORMAL).
 """
 
 from __future__ import annotations
@@ -22,58 +23,97 @@ import random
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+
+from telegram import Bot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.core.models import Alert
+from bench.match import CHATS, PAPERS, SUBSCRIPTIONS, Corpus
+from bot.config import load_settings
+from bot.core.clock import ManualClock
+from bot.query.parser import QueryError, canonical, parse
+from bot.services.container import Wiring, open_services
 from bot.storage import open_storage
-from tests.fakes.feedgen import synth_papers
+from tests.fakes.arxiv_server import FakeArxivServer
+from tests.fakes.feedgen import rss_feed
 from tests.postgres_server import start_shared_server, stop_shared_server
 
 FIRST_CHAT = 1_000_000
+TOKEN = "123456:BENCH-engines"
 
 
-async def measure(url: str, papers: int, chats: int, per_paper: int, drain: int
-                  ) -> dict[str, float]:
+async def seed(url: str, corpus: Corpus) -> int:
+    """The chats and subscriptions, in one transaction of bulk inserts; how many stored."""
+    now = time.time()
+    rows: list[tuple[int, str, str, float]] = []
+    seen: set[tuple[int, str]] = set()
+    while len(rows) < SUBSCRIPTIONS:
+        raw = corpus.query()
+        try:
+            query = canonical(parse(raw))
+        except QueryError:
+            continue
+        chat_id = FIRST_CHAT + corpus.random.randrange(CHATS)
+        if (chat_id, query) not in seen:
+            seen.add((chat_id, query))
+            rows.append((chat_id, query, raw, now))
     storage = await open_storage(url)
     try:
-        rng = random.Random(7)
-        now = time.time()
-        chat_ids = [FIRST_CHAT + n for n in range(chats)]
-        for chat_id in chat_ids:
-            await storage.chats.record(chat_id, "private", f"chat {chat_id}", "en", now)
-        day = synth_papers(papers, seed=3)
-        alerts = [Alert(chat_id, p.arxiv_id, p.version,
-                        "new" if p.version == 1 else "revision", (1,), ("cat:cs.LG",))
-                  for p in day for chat_id in rng.sample(chat_ids, per_paper)]
-        started = time.perf_counter()
-        async with storage.transaction() as tx:
-            changes = await tx.papers.upsert(day, now)
-            upsert = time.perf_counter() - started
-            queued = await tx.outbox.enqueue(alerts, now)
-        ingest = time.perf_counter() - started
-        assert len(changes) == papers and queued == len(alerts), (len(changes), queued)
-
-        targets = rng.sample(chat_ids, min(drain, chats))
-        started = time.perf_counter()
-        for message_id, chat_id in enumerate(targets, 1):
-            row = (await storage.outbox.pending_for_chat(chat_id, now + 1))[0]
-            assert await storage.outbox.claim([row.id], now + 1)
-            await storage.outbox.mark_sent([row.id], message_id, now + 1, alone=True)
-        drained = time.perf_counter() - started
-        return {"upsert": upsert, "ingest": ingest,
-                "alerts": queued, "per_message_ms": drained / len(targets) * 1000,
-                "drain": drained, "messages": len(targets)}
+        async with storage.db.transaction() as conn:  # type: ignore[attr-defined]
+            await conn.executemany(
+                "INSERT INTO chats (id, type, language, created_at, last_seen_at) "
+                "VALUES (?, 'private', 'en', ?, ?)",
+                [(FIRST_CHAT + n, now, now) for n in range(CHATS)])
+            await conn.executemany(
+                "INSERT INTO subscriptions (chat_id, query, raw_query, created_at) "
+                "VALUES (?, ?, ?, ?)", rows)
     finally:
         await storage.close()
+    return len(rows)
+
+
+async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | str]:
+    corpus = Corpus(seed_value)
+    papers = [corpus.paper(number) for number in range(PAPERS)]
+    stored = await seed(url, corpus)
+    feed = rss_feed(papers, names=("cs",), announce_date=datetime.now(UTC))
+    with FakeArxivServer() as server:
+        server.set_feed(None, feed)
+        settings = load_settings({
+            "TELEGRAM_BOT_TOKEN": TOKEN, "ARXIV_RSS_URL": server.rss_url,
+            "ARXIV_API_URL": server.api_url, "DATABASE_URL": url,
+            "ARXIV_MIN_INTERVAL_SECONDS": "0", "HF_PAPERS_URL": "off",
+        }, env_file=None)
+        clock = ManualClock()
+        # The bot's own construction; the poll sends nothing, so Telegram is never reached.
+        async with open_services(settings, bot=Bot(TOKEN), wiring=Wiring(clock=clock)) as services:
+            started = time.perf_counter()
+            report = await services.pipeline.poll()
+            ingest = time.perf_counter() - started
+            if report.failed_sources:
+                raise SystemExit(f"a feed failed: {report.failed_sources}")
+            storage = services.storage
+            now = clock.now()
+            rng = random.Random(7)
+            chats = sorted({a.chat_id for a in report.alerts})
+            targets = rng.sample(chats, min(drain, len(chats)))
+            started = time.perf_counter()
+            for message_id, chat_id in enumerate(targets, 1):
+                row = (await storage.outbox.pending_for_chat(chat_id, now + 1))[0]
+                assert await storage.outbox.claim([row.id], now + 1)
+                await storage.outbox.mark_sent([row.id], message_id, now + 1, alone=True)
+            drained = time.perf_counter() - started
+    return {"ingest": ingest, "subscriptions": stored, "sources": len(report.sources),
+            "new": report.count("new"), "alerts": len(report.alerts), "chats": len(chats),
+            "per_message_ms": drained / len(targets) * 1000, "drain": drained,
+            "messages": len(targets)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--papers", type=int, default=2000)
-    parser.add_argument("--chats", type=int, default=10_000)
-    parser.add_argument("--per-paper", type=int, default=250)
+    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--drain", type=int, default=3000)
     parser.add_argument("--engines", default="sqlite,postgresql")
     args = parser.parse_args()
@@ -86,16 +126,19 @@ def main() -> None:
                     url = f"sqlite:///{Path(folder) / 'bench.sqlite3'}"
                 else:
                     url = start_shared_server(durable=True).new_database()
-                results[engine] = asyncio.run(measure(url, args.papers, args.chats,
-                                                      args.per_paper, args.drain))
+                results[engine] = asyncio.run(measure(url, args.seed, args.drain))
     finally:
         stop_shared_server()
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{args.papers} papers, {args.chats} chats, {args.per_paper} chats a paper; "
-          f"a drain of {args.drain} messages")
-    print("engine     | ingest: papers, then alerts, one transaction | drain's storage a message")
+    any_result = next(iter(results.values()))
+    print(f"{PAPERS} papers (bench/match.py, seed {args.seed}), "
+          f"{any_result['subscriptions']} subscriptions over {CHATS} chats; a drain of "
+          f"{args.drain} messages")
+    print("engine     | ingest: Pipeline.poll (fetch, parse, match, store) | drain's storage "
+          "a message")
     for engine, r in results.items():
-        print(f"{engine:<10} | {r['ingest']:6.2f} s ({r['upsert']:.2f} s + {r['alerts']} alerts) "
+        print(f"{engine:<10} | {r['ingest']:6.2f} s ({r['new']} new papers, {r['alerts']} "
+              f"alerts to {r['chats']} chats, {r['sources']} feed(s)) "
               f"| {r['per_message_ms']:.2f} ms ({r['drain']:.1f} s for {r['messages']})")
     if {"sqlite", "postgresql"} <= results.keys():
         lite, pg = results["sqlite"], results["postgresql"]
