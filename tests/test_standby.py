@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -148,6 +149,7 @@ def test_a_standby_takes_over_from_a_killed_leader_and_every_alert_arrives(
                                  what="50 alerts to go out")
         assert a.process is not None
         a.process.send_signal(signal.SIGKILL)
+        killed_at = time.time()  # the fakes' clock: only printed, the bound is the timeout
         a.process.wait(timeout=10)
         before = len(a.sends())
         uncertain = claimed(url)
@@ -170,7 +172,8 @@ def test_a_standby_takes_over_from_a_killed_leader_and_every_alert_arrives(
         b.telegram.wait_for_sync(lambda: claimed(url) == 0, timeout=30,
                                  what="no row to stay claimed")
         print(f"\nleader killed after {before} of {alerts} alerts; {uncertain} rows claimed, "
-              f"{repeats} repeated; the standby sent {len(b.sends())}")
+              f"{repeats} repeated; the standby sent {len(b.sends())}, the first "
+              f"{min(b.sends()) - killed_at:.1f} s after the kill")
 
 
 def test_a_leader_whose_lock_connection_is_cut_stops_sending_before_the_standby_starts(
