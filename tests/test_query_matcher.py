@@ -343,7 +343,14 @@ def test_indexed_matching_equals_naive_evaluation(queries: list[str], papers: li
                                                   data: st.DataObject) -> None:
     subscriptions = _subscriptions(queries)
     matcher = Matcher.build(subscriptions)
-    assert matcher.match(papers) == _naive(subscriptions, papers)
+    expected = _naive(subscriptions, papers)
+    found = matcher.match(papers)
+    assert found == expected
+    # Chats come in the order they first match, as a dict filled paper by paper has them.
+    assert list(found) == list(expected)
+    assert found.alert_count == sum(map(len, expected.values()))
+    assert matcher.find(papers) == [
+        {sub_id for sub_id, _, node in subscriptions if evaluate(node, paper)} for paper in papers]
     # Removing subscriptions keeps the index consistent with what is left.
     removed = data.draw(st.sets(st.sampled_from(range(len(queries)))))
     for sub_id in removed:
@@ -359,3 +366,14 @@ def test_the_differential_test_sees_real_matches() -> None:
     subscriptions = _subscriptions(["(graph-neural) -(au:berg)", "quantiz*", "au:\"E. Yoneki\""])
     assert len(_naive(subscriptions, [paper])[0][0].subscription_ids) == 1
     assert Matcher.build(subscriptions).match([paper]) == _naive(subscriptions, [paper])
+
+
+_ASCII_TEXT = st.text(st.sampled_from("abcXYZ019 -_.,;:$\\{}()&;'\"\t\n/+*^~=|<>?!#%@`[]"),
+                      max_size=60)
+
+
+@given(_ASCII_TEXT)
+def test_ascii_text_splits_into_the_words_the_pattern_finds(text: str) -> None:
+    from bot.query.text import _WORD_RE, fold, words
+
+    assert words(text) == _WORD_RE.findall(fold(text))

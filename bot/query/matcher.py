@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import gc
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from itertools import pairwise
 
+import numpy as np
+
 from bot.arxiv.taxonomy import listed_in
-from bot.core.models import Match, Paper
+from bot.core.models import Paper
+from bot.query.alerts import Alerts
 from bot.query.parser import (
     MIN_PREFIX_LENGTH,
     And,
@@ -332,94 +333,127 @@ def _plan(chat_id: int, node: Node) -> _Plan:
     return _Plan(chat_id, node, anchors(node), decided=False)
 
 
-class _Entry:
-    """The subscriptions filed under one key; a part nobody uses stays None.
-
-    (An empty set costs some 200 bytes, and there are about as many keys as subscriptions.)
-    """
-
-    __slots__ = ("checked", "decided", "paired")
-
-    def __init__(self) -> None:
-        self.decided: set[int] | None = None  # the key alone is a match
-        # The key and one more (a category for `cat:cs.LG quantiz*`) are a match: the second
-        # key is looked up only for papers that have this one.
-        self.paired: dict[AnchorKey, set[int]] | None = None
-        self.checked: set[int] | None = None  # candidates, checked one by one
-
-
-_Index = dict[str, dict[str, _Entry]]  # kind -> value -> entry
 _NOTHING: frozenset[str] = frozenset()
 # Past this many distinct words, the cache of their prefixes starts afresh.
 _MAX_WORDS_SEEN = 200_000
 
 
-def _file(index: _Index, plan: _Plan, sub_id: int) -> None:
-    for kind, value in plan.first:
-        by_value = index.setdefault(kind, {})
-        entry = by_value.get(value)
-        if entry is None:
-            entry = by_value[value] = _Entry()
-        if not plan.decided or plan.exclude:
-            if entry.checked is None:
-                entry.checked = set()
-            entry.checked.add(sub_id)
-        elif plan.second:
-            if entry.paired is None:
-                entry.paired = {}
-            for key in plan.second:
-                entry.paired.setdefault(key, set()).add(sub_id)
-        else:
-            if entry.decided is None:
-                entry.decided = set()
-            entry.decided.add(sub_id)
-
-
-def _unfile(index: _Index, plan: _Plan, sub_id: int) -> None:
-    for kind, value in plan.first:
-        by_value = index[kind]
-        entry = by_value[value]
-        if entry.decided is not None:
-            entry.decided.discard(sub_id)
-            entry.decided = entry.decided or None
-        if entry.checked is not None:
-            entry.checked.discard(sub_id)
-            entry.checked = entry.checked or None
-        if entry.paired is not None:
-            for key in plan.second:
-                ids = entry.paired.get(key)
-                if ids is not None:
-                    ids.discard(sub_id)
-                    if not ids:
-                        del entry.paired[key]
-            entry.paired = entry.paired or None
-        if entry.decided is None and entry.checked is None and entry.paired is None:
-            del by_value[value]
-            if not by_value:
-                del index[kind]
-
-
-def _lookup(index: _Index, keys: dict[str, Collection[str]]) -> tuple[set[int], set[int]]:
-    """The ids filed under any of a paper's keys: those it matches, and those to check."""
-    matched: set[int] = set()
-    candidates: set[int] = set()
-    for kind, by_value in index.items():
-        # Intersecting with the dict's keys runs in C: most of a paper's words hit nothing.
-        for value in by_value.keys() & keys[kind]:
-            entry = by_value[value]
-            if entry.decided:
-                matched |= entry.decided
-            if entry.paired:
-                for (second_kind, second_value), ids in entry.paired.items():
-                    if second_value in keys[second_kind]:
-                        matched |= ids
-            if entry.checked:
-                candidates |= entry.checked
-    return matched, candidates
-
-
 def _has_any(keys: Iterable[AnchorKey], paper_keys: dict[str, Collection[str]]) -> bool:
     return any(value in paper_keys[kind] for kind, value in keys)
+
+
+def _csr(rows: list[int], size: int, *columns: list[int]) -> tuple[np.ndarray, ...]:
+    """Row pointers of length `size + 1` and each column sorted by row (stable)."""
+    row_array = np.asarray(rows, dtype=np.int64)
+    order = np.argsort(row_array, kind="stable")
+    pointers = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_array, minlength=size), out=pointers[1:])
+    return (pointers, *(np.asarray(column, dtype=np.int64)[order] for column in columns))
+
+
+def _expand(pointers: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each `rows[i]`, its positions `pointers[r]:pointers[r + 1]`: (i repeated, positions)."""
+    starts = pointers[rows]
+    lengths = pointers[rows + 1] - starts
+    total = int(lengths.sum())
+    owner = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    # Position k of the output is k - (where its row's run starts) + (where the row starts).
+    run_starts = np.cumsum(lengths) - lengths
+    positions = np.arange(total, dtype=np.int64) + (starts - run_starts)[owner]
+    return owner, positions
+
+
+class _Compiled:
+    """The index as arrays, compiled from the plans when a batch needs it after a change.
+
+    Every key a plan is filed under or pairs with gets an integer id. Subscriptions decided by
+    one key are rows of a key -> subscription table, and those decided by two keys rows of a
+    key -> (second key, subscription) table: a batch's matches among them are a few array
+    operations over the keys its papers carry, with no Python work per match. Only candidates
+    that need checking are looked at one by one. Subscriptions are numbered by id order (their
+    rank), chats by chat id order.
+    """
+
+    def __init__(self, plans: dict[int, _Plan]) -> None:
+        sub_ids = sorted(plans)
+        key_ids: dict[AnchorKey, int] = {}
+        checked: dict[AnchorKey, set[int]] = {}
+        decided_keys: list[int] = []
+        decided_ranks: list[int] = []
+        paired_keys: list[int] = []
+        paired_seconds: list[int] = []
+        paired_ranks: list[int] = []
+        pair_starts: set[str] = set()
+        prefix_first: dict[str, set[str]] = {}
+        chats: list[int] = []
+        for rank, sub_id in enumerate(sub_ids):
+            plan = plans[sub_id]
+            chats.append(plan.chat_id)
+            if not plan.decided or plan.exclude:
+                for key in plan.first:
+                    found = checked.get(key)
+                    if found is None:
+                        checked[key] = {sub_id}
+                    else:
+                        found.add(sub_id)
+            elif plan.second:
+                for key in plan.first:
+                    first = key_ids.setdefault(key, len(key_ids))
+                    for second in plan.second:
+                        paired_keys.append(first)
+                        paired_seconds.append(key_ids.setdefault(second, len(key_ids)))
+                        paired_ranks.append(rank)
+            else:
+                for key in plan.first:
+                    decided_keys.append(key_ids.setdefault(key, len(key_ids)))
+                    decided_ranks.append(rank)
+            for kind, value in plan.looked_at():
+                if kind in _PAIR_KINDS:
+                    pair_starts.add(value.partition(" ")[0])
+                elif kind[0] == "p":
+                    prefix_first.setdefault(value[:MIN_PREFIX_LENGTH], set()).add(value)
+        self.key_count = len(key_ids)
+        self.keys: dict[str, dict[str, int]] = {}
+        for (kind, value), key_id in key_ids.items():
+            self.keys.setdefault(kind, {})[value] = key_id
+        self.checked: dict[str, dict[str, frozenset[int]]] = {}
+        for (kind, value), ids in checked.items():
+            self.checked.setdefault(kind, {})[value] = frozenset(ids)
+        self.decided_pointers, self.decided_ranks = _csr(
+            decided_keys, self.key_count, decided_ranks)
+        self.paired_pointers, self.paired_seconds, self.paired_ranks = _csr(
+            paired_keys, self.key_count, paired_seconds, paired_ranks)
+        self.rank_of = dict(zip(sub_ids, range(len(sub_ids)), strict=True))
+        self.sub_ids = np.asarray(sub_ids, dtype=np.int64)
+        chat_of_rank = np.asarray(chats, dtype=np.int64)
+        self.chats, self.chat_rank = np.unique(chat_of_rank, return_inverse=True)
+        self.chat_rank = self.chat_rank.astype(np.int64, copy=False)
+        self.pair_starts = frozenset(pair_starts)
+        self.prefix_first = {head: tuple(group) for head, group in prefix_first.items()}
+        # The registered prefixes of every word seen by this compiled index (only words that
+        # have some), and every word looked at: the vocabulary of a poll is mostly the last one's.
+        self.prefixes_of: dict[str, tuple[str, ...]] = {}
+        self.words_seen: set[str] = set()
+
+
+class FoundPairs:
+    """What a batch matched, compactly: (paper index, subscription rank) pairs, unsorted."""
+
+    __slots__ = ("compiled", "papers", "ranks", "size")
+
+    def __init__(self, compiled: _Compiled, size: int, papers: np.ndarray,
+                 ranks: np.ndarray) -> None:
+        self.compiled = compiled
+        self.size = size
+        self.papers = papers
+        self.ranks = ranks
+
+    def id_sets(self) -> list[set[int]]:
+        found: list[set[int]] = [set() for _ in range(self.size)]
+        ids = self.compiled.sub_ids[self.ranks].tolist()
+        for paper, sub_id in zip(self.papers.tolist(), ids, strict=True):
+            found[paper].add(sub_id)
+        return found
 
 
 class Matcher:
@@ -428,33 +462,24 @@ class Matcher:
     Most subscriptions are decided by their keys: a category, an archive, a common shape of
     author name, a word, a prefix, a two-word phrase, an OR of those (filed under each key), or
     an AND of two of those (filed under the rarer one, paired with the other). A paper's matches
-    among them are unions of the sets its keys find, with no work per subscription. The rest
-    (exclusions, longer phrases, unusual names, deeper nesting) are filed under their rarest
-    keys as candidates: checked against their other keys and exclusions, and evaluated on the
-    paper only if keys cannot decide them.
+    among them follow from the keys it carries, by array operations over the whole batch. The
+    rest (exclusions, longer phrases, unusual names, deeper nesting) are filed under their
+    rarest keys as candidates: checked against their other keys and exclusions, and evaluated on
+    the paper only if keys cannot decide them.
     """
 
     def __init__(self) -> None:
         self._plans: dict[int, _Plan] = {}
-        self._chat_of: dict[int, int] = {}
-        self._index: _Index = {}
-        # First words of the word pairs looked for: a paper's pairs starting elsewhere are
-        # never looked up, so they are not even built.
-        self._pair_starts: Counter[str] = Counter()
-        # Registered prefixes by their first letters, with use counts: a word finds its prefixes
-        # with one lookup (the parser guarantees at least MIN_PREFIX_LENGTH letters).
-        self._prefix_first: dict[str, dict[str, int]] = {}
-        # The registered prefixes of every word seen since they last changed (only words that
-        # have some), and every word looked at: the vocabulary of a poll is mostly the last one's.
-        self._prefixes_of: dict[str, tuple[str, ...]] = {}
-        self._words_seen: set[str] = set()
+        self._compiled: _Compiled | None = None
 
     @classmethod
     def build(cls, subscriptions: Iterable[tuple[int, int, Node]]) -> Matcher:
-        """A matcher holding every `(sub_id, chat_id, node)`."""
+        """A matcher holding every `(sub_id, chat_id, node)`, compiled."""
         matcher = cls()
+        plans = matcher._plans
         for sub_id, chat_id, node in subscriptions:
-            matcher.add(sub_id, chat_id, node)
+            plans[sub_id] = _checked_plan(sub_id, chat_id, node)
+        matcher._compile()
         return matcher
 
     def __len__(self) -> int:
@@ -462,68 +487,38 @@ class Matcher:
 
     def add(self, sub_id: int, chat_id: int, node: Node) -> None:
         """Index one subscription (replacing any earlier one with that id)."""
-        if not is_anchored(node):
-            raise ValueError(f"subscription {sub_id} has no positive term to index")
-        plan = _plan(chat_id, node)
-        if any(kind[0] == "p" and len(value) < MIN_PREFIX_LENGTH
-               for kind, value in plan.looked_at()):
-            raise ValueError(f"subscription {sub_id} has a prefix shorter than "
-                             f"{MIN_PREFIX_LENGTH} letters")
-        self.remove(sub_id)
-        self._plans[sub_id] = plan
-        self._chat_of[sub_id] = chat_id
-        _file(self._index, plan, sub_id)
-        for kind, value in plan.looked_at():
-            if kind in _PAIR_KINDS:
-                self._pair_starts[value.partition(" ")[0]] += 1
-            if kind[0] == "p":
-                group = self._prefix_first.setdefault(value[:MIN_PREFIX_LENGTH], {})
-                if value not in group:
-                    self._forget_prefixes()
-                group[value] = group.get(value, 0) + 1
+        self._plans[sub_id] = _checked_plan(sub_id, chat_id, node)
+        self._compiled = None
 
     def remove(self, sub_id: int) -> bool:
         """Forget a subscription; False if it was not there."""
-        plan = self._plans.pop(sub_id, None)
-        if plan is None:
+        if self._plans.pop(sub_id, None) is None:
             return False
-        del self._chat_of[sub_id]
-        _unfile(self._index, plan, sub_id)
-        for kind, value in plan.looked_at():
-            if kind in _PAIR_KINDS:
-                start = value.partition(" ")[0]
-                self._pair_starts[start] -= 1
-                if not self._pair_starts[start]:
-                    del self._pair_starts[start]
-            if kind[0] == "p":
-                head = value[:MIN_PREFIX_LENGTH]
-                group = self._prefix_first[head]
-                group[value] -= 1
-                if not group[value]:
-                    self._forget_prefixes()
-                    del group[value]
-                    if not group:
-                        del self._prefix_first[head]
+        self._compiled = None
         return True
 
-    def _forget_prefixes(self) -> None:
-        self._prefixes_of.clear()
-        self._words_seen.clear()
+    def _compile(self) -> _Compiled:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = _Compiled(self._plans)
+        return compiled
 
-    def _prefixes(self, features: PaperFeatures) -> tuple[set[str], set[str], set[str]]:
+    def _prefixes(self, compiled: _Compiled, features: PaperFeatures
+                  ) -> tuple[set[str], set[str], set[str]]:
         """The registered prefixes of the paper's words: anywhere, in the title, the abstract."""
-        if len(self._words_seen) > _MAX_WORDS_SEEN:
-            self._forget_prefixes()
-        prefixes_of = self._prefixes_of
-        new_words = features.word_set.difference(self._words_seen)
+        if len(compiled.words_seen) > _MAX_WORDS_SEEN:
+            compiled.prefixes_of.clear()
+            compiled.words_seen.clear()
+        prefixes_of = compiled.prefixes_of
+        new_words = features.word_set.difference(compiled.words_seen)
         if new_words:
-            prefix_first = self._prefix_first
+            prefix_first = compiled.prefix_first
             for word in new_words:
                 group = prefix_first.get(word[:MIN_PREFIX_LENGTH], ())
                 found = tuple(prefix for prefix in group if word.startswith(prefix))
                 if found:
                     prefixes_of[word] = found
-            self._words_seen.update(new_words)
+            compiled.words_seen.update(new_words)
         anywhere: set[str] = set()
         in_title: set[str] = set()
         in_abstract: set[str] = set()
@@ -536,7 +531,8 @@ class Matcher:
                 in_abstract.update(found)
         return anywhere, in_title, in_abstract
 
-    def _paper_keys(self, features: PaperFeatures) -> dict[str, Collection[str]]:
+    def _paper_keys(self, compiled: _Compiled,
+                    features: PaperFeatures) -> dict[str, Collection[str]]:
         keys: dict[str, Collection[str]] = {
             "c": features.categories, "a": features.archives, "u": features.author_keys,
             "w": features.word_set, "t": features.title_set, "b": features.abstract_set,
@@ -544,71 +540,137 @@ class Matcher:
             "w2": _NOTHING, "t2": _NOTHING, "b2": _NOTHING,
             "pw": _NOTHING, "pt": _NOTHING, "pb": _NOTHING,
         }
-        starts = self._pair_starts.keys() & features.word_set
+        starts = compiled.pair_starts & features.word_set
         if starts:
             in_title = _pairs_from(features.title, starts)
             in_abstract = _pairs_from(features.abstract, starts)
             keys.update(t2=in_title, b2=in_abstract, w2=in_title | in_abstract)
-        if self._prefix_first:
-            keys["pw"], keys["pt"], keys["pb"] = self._prefixes(features)
+        if compiled.prefix_first:
+            keys["pw"], keys["pt"], keys["pb"] = self._prefixes(compiled, features)
         return keys
 
-    def _match_one(self, features: PaperFeatures) -> set[int]:
-        keys = self._paper_keys(features)
-        matched, candidates = _lookup(self._index, keys)
+    def find_pairs(self, papers: Sequence[Paper]) -> FoundPairs:
+        """Every (paper, subscription) match of the batch."""
+        compiled = self._compile()
         plans = self._plans
-        for sub_id in candidates:
-            plan = plans[sub_id]
-            if plan.second and not _has_any(plan.second, keys):
-                continue
-            if plan.exclude and _has_any(plan.exclude, keys):
-                continue
-            # Only ORs have sure keys, and an OR has no exclusions: a hit is a match.
-            if (plan.decided or (plan.sure and _has_any(plan.sure, keys))
-                    or evaluate_features(plan.node, features)):
-                matched.add(sub_id)
-        return matched
+        rank_of = compiled.rank_of
+        key_kinds = list(compiled.keys.items())
+        checked_kinds = list(compiled.checked.items())
+        hit_keys: list[int] = []
+        hit_counts: list[int] = []
+        checked_papers: list[int] = []
+        checked_ranks: list[int] = []
+        with collector_paused():
+            for index, paper in enumerate(papers):
+                features = PaperFeatures(paper)
+                keys = self._paper_keys(compiled, features)
+                before = len(hit_keys)
+                for kind, key_ids in key_kinds:
+                    # Intersecting with the dict's keys runs in C: most words hit nothing.
+                    hit_keys.extend(map(key_ids.__getitem__, key_ids.keys() & keys[kind]))
+                hit_counts.append(len(hit_keys) - before)
+                candidates: set[int] = set()
+                for kind, by_value in checked_kinds:
+                    for value in by_value.keys() & keys[kind]:
+                        candidates |= by_value[value]
+                for sub_id in candidates:
+                    plan = plans[sub_id]
+                    if plan.second and not _has_any(plan.second, keys):
+                        continue
+                    if plan.exclude and _has_any(plan.exclude, keys):
+                        continue
+                    # Only ORs have sure keys, and an OR has no exclusions: a hit is a match.
+                    if (plan.decided or (plan.sure and _has_any(plan.sure, keys))
+                            or evaluate_features(plan.node, features)):
+                        checked_papers.append(index)
+                        checked_ranks.append(rank_of[sub_id])
+        hit_papers = np.repeat(np.arange(len(papers), dtype=np.int64),
+                               np.asarray(hit_counts, dtype=np.int64))
+        hits = np.asarray(hit_keys, dtype=np.int64)
+        # Decided by one key: every row of every key hit.
+        owner, positions = _expand(compiled.decided_pointers, hits)
+        found_papers = [hit_papers[owner]]
+        found_ranks = [compiled.decided_ranks[positions]]
+        # Decided by two keys: the rows of a key hit whose second key the same paper carries.
+        owner, positions = _expand(compiled.paired_pointers, hits)
+        if len(positions):
+            carried = np.sort(hit_papers * compiled.key_count + hits)
+            wanted = hit_papers[owner] * compiled.key_count + compiled.paired_seconds[positions]
+            where = np.searchsorted(carried, wanted)
+            where[where == len(carried)] = 0
+            both = carried[where] == wanted
+            found_papers.append(hit_papers[owner][both])
+            found_ranks.append(compiled.paired_ranks[positions][both])
+        found_papers.append(np.asarray(checked_papers, dtype=np.int64))
+        found_ranks.append(np.asarray(checked_ranks, dtype=np.int64))
+        return FoundPairs(compiled, len(papers), np.concatenate(found_papers),
+                      np.concatenate(found_ranks))
 
     def matching(self, paper: Paper) -> set[int]:
         """The ids of the subscriptions that match one paper."""
-        return self._match_one(PaperFeatures(paper))
+        return self.find_pairs([paper]).id_sets()[0]
 
-    def find(self, papers: Iterable[Paper]) -> list[set[int]]:
+    def find(self, papers: Sequence[Paper]) -> list[set[int]]:
         """For each paper, in order, the ids of the subscriptions that match it."""
-        with collector_paused():
-            return [self._match_one(PaperFeatures(paper)) for paper in papers]
+        return self.find_pairs(papers).id_sets()
 
     def alerts(self, papers: Sequence[Paper],
-               found: Sequence[Collection[int]]) -> dict[int, list[Match]]:
-        """Group what `find` returned into per-chat alerts: each paper with its subscriptions."""
-        results: dict[int, list[Match]] = {}
-        chat_of = self._chat_of
-        with collector_paused():
-            for paper, sub_ids in zip(papers, found, strict=True):
-                per_chat: dict[int, tuple[int, ...]] = {}
-                # Sorted, each chat's ids come out in order; walking the big dict in id order
-                # (the order it was filled) is also several times faster than in set order.
-                for sub_id in sorted(sub_ids):
-                    chat_id = chat_of[sub_id]
-                    ids = per_chat.get(chat_id)
-                    per_chat[chat_id] = (sub_id,) if ids is None else (*ids, sub_id)
-                for chat_id, ids in per_chat.items():
-                    match = _new_match((chat_id, paper, ids))
-                    for_chat = results.get(chat_id)
-                    if for_chat is None:
-                        results[chat_id] = [match]
-                    else:
-                        for_chat.append(match)
-        return results
+               found: FoundPairs | Sequence[Collection[int]]) -> Alerts:
+        """Group what `find` (or `find_pairs`) returned into per-chat alerts: each paper with its
+        subscriptions."""
+        if not isinstance(found, FoundPairs):
+            if len(found) != len(papers):
+                raise ValueError(f"{len(found)} id sets for {len(papers)} papers")
+            compiled = self._compile()
+            rank_of = compiled.rank_of
+            found = FoundPairs(
+                compiled, len(papers),
+                np.repeat(np.arange(len(papers), dtype=np.int64),
+                          np.asarray([len(ids) for ids in found], dtype=np.int64)),
+                np.asarray([rank_of[sub_id] for ids in found for sub_id in ids], dtype=np.int64))
+        elif found.size != len(papers):
+            raise ValueError(f"matches of {found.size} papers for {len(papers)} papers")
+        if not len(found.ranks):
+            return Alerts.empty(papers)
+        compiled = found.compiled
+        subs = len(compiled.sub_ids)
+        size = max(len(papers), 1)
+        # One sort orders the pairs by chat, then paper, then subscription id, and drops the
+        # repeats (a subscription filed under two keys that a paper both carries).
+        codes = np.sort((compiled.chat_rank[found.ranks] * size + found.papers) * subs
+                        + found.ranks)
+        if len(codes) > 1:
+            codes = codes[np.concatenate(([True], codes[1:] != codes[:-1]))]
+        ranks = codes % subs
+        chat_papers = codes // subs
+        alert_starts = np.flatnonzero(np.concatenate(([True], chat_papers[1:] != chat_papers[:-1])))
+        alert_codes = chat_papers[alert_starts]
+        alert_chats = alert_codes // size
+        alert_papers = alert_codes % size
+        chat_starts = np.flatnonzero(np.concatenate(([True], alert_chats[1:] != alert_chats[:-1])))
+        # Chats in the order they first match: by their first paper, then its lowest id.
+        first_seen = alert_papers[chat_starts] * subs + ranks[alert_starts[chat_starts]]
+        order = np.argsort(first_seen, kind="stable")
+        chat_ends = np.append(chat_starts[1:], len(alert_starts))
+        return Alerts(papers, compiled.chats[alert_chats[chat_starts[order]]],
+                      chat_starts[order], chat_ends[order], alert_papers,
+                      np.append(alert_starts, len(codes)), compiled.sub_ids[ranks])
 
-    def match(self, papers: Sequence[Paper]) -> dict[int, list[Match]]:
+    def match(self, papers: Sequence[Paper]) -> Alerts:
         """Per chat, each matching paper (in input order) with its matching subscription ids."""
-        with collector_paused():
-            return self.alerts(papers, self.find(papers))
+        return self.alerts(papers, self.find_pairs(papers))
 
 
-# `Match._make` without its Python-level call: a poll at scale builds hundreds of thousands.
-_new_match = partial(tuple.__new__, Match)
+def _checked_plan(sub_id: int, chat_id: int, node: Node) -> _Plan:
+    if not is_anchored(node):
+        raise ValueError(f"subscription {sub_id} has no positive term to index")
+    plan = _plan(chat_id, node)
+    if any(kind[0] == "p" and len(value) < MIN_PREFIX_LENGTH
+           for kind, value in plan.looked_at()):
+        raise ValueError(f"subscription {sub_id} has a prefix shorter than "
+                         f"{MIN_PREFIX_LENGTH} letters")
+    return plan
+
 
 
 @contextmanager

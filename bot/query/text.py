@@ -149,9 +149,17 @@ def has_cjk(text: str) -> bool:
     return _CJK_RE.search(text) is not None
 
 
+# For ASCII text, `_WORD_RE` is "[a-z0-9]+" once folded: every other character breaks words.
+_ASCII_BREAKS = str.maketrans({chr(code): " " for code in range(128) if not chr(code).isalnum()})
+
+
 def words(text: str) -> list[str]:
     """The normalised words of `text`, in order (`"Graph-Neural Nets"` → graph, neural, nets)."""
-    return _WORD_RE.findall(fold(text))
+    folded = fold(text)
+    if folded.isascii():
+        # Most abstracts: a translation and a split in C, twice as fast as the pattern.
+        return folded.translate(_ASCII_BREAKS).split()
+    return _WORD_RE.findall(folded)
 
 
 # Lower-case particles that start a surname when they follow a given name ("Jan van der Berg").
