@@ -27,9 +27,13 @@ bench/data/README.md).
    of topics, as a topic (say "graph pooling") spans cs.LG, cs.SI and stat.ML.
 6. Cost: training one chat, and scoring 2,000 papers for 10,000 chats with models (one sparse
    product), in CPU seconds; peak memory (max RSS) of the whole run.
+7. A day's ranking cost at 100,000 chats (`--day-chats`), in a process of its own: For you
+   scoring the day's papers for every chat a batch of chats at a time, and every digest
+   ordered, with each model loaded from its stored bytes; CPU seconds and peak RSS.
 
 Aims (issue 14): real-record AUC ≥ 0.85 with 10 positives; synthetic precision@10 ≥ 2× the
-category baseline; train one + score 2,000 × 10,000 ≤ 10 s CPU. Figures are noisier when the
+category baseline; train one + score 2,000 × 10,000 ≤ 10 s CPU; (issue 29) a day's For you
+and digest ordering for 100,000 chats ≤ 120 s CPU and ≤ 1 GB peak. Figures are noisier when the
 machine is loaded; the load average is printed.
 
     .venv/bin/python bench/relevance.py [--chats 10000] [--papers 2000] [--repeats 20] [--tune]
@@ -43,6 +47,7 @@ import json
 import os
 import random
 import resource
+import subprocess
 import sys
 import time
 import warnings
@@ -59,7 +64,8 @@ from bench.vocabulary import load_vocabulary
 from bot.arxiv.feeds import parse_api, parse_rss
 from bot.core.models import Paper
 from bot.ranking.features import FEATURES, TextFeatures, fit_vocabulary
-from bot.ranking.model import TRAINING, ChatLabels, Training, score, stack, train
+from bot.ranking.model import TRAINING, ChatLabels, ChatModel, Training, score, stack, train
+from bot.ranking.service import SCORE_BATCH_CHATS
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -339,6 +345,53 @@ def cost(chats: int, count: int, rng: random.Random) -> None:
     print(f"total {total:.2f} s CPU (aim ≤ 10 s): {'met' if total <= 10 else 'NOT met'}")
 
 
+def day_cost(chats: int, count: int, digest: int, seed: int) -> None:
+    """A day's ranking work for `chats` chats, each with a stored model, as the bot does it:
+    For you scores the day's `count` papers for every chat, SCORE_BATCH_CHATS chats at a
+    time (each batch's models loaded from their stored bytes, then dropped), and keeps each
+    chat's best five above the boundary; every digest loads its chat's model and orders its
+    `digest` papers (their rows taken from the day's shared matrix). Run in a process of its
+    own (`--day-cost`), so its peak memory is its own."""
+    rng = random.Random(seed)
+    papers, topics = synthetic(count, 20, rng)
+    vocabulary = fit_vocabulary(papers)
+    assert vocabulary is not None
+    matrix = vocabulary.transform(papers)
+    rows = {p.arxiv_id: i for i, p in enumerate(papers)}
+    stored = []
+    for topic in range(20):
+        liked = [papers[i].arxiv_id for i in np.flatnonzero(topics == topic)[:10]]
+        model = train(vocabulary, ChatLabels.of(liked, [], []), rows, matrix, seed=topic)
+        assert model is not None
+        stored.append(model.dump())
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    start = time.process_time()
+    picked = 0
+    for first in range(0, chats, SCORE_BATCH_CHATS):
+        batch = [ChatModel.load(stored[chat % len(stored)], "", "")
+                 for chat in range(first, min(chats, first + SCORE_BATCH_CHATS))]
+        table = score(matrix, *stack(batch))
+        best = np.argpartition(-table, 5, axis=0)[:5]
+        picked += int((np.take_along_axis(table, best, axis=0) > 0).sum())
+        del batch, table
+    for_you = time.process_time() - start
+    start = time.process_time()
+    for chat in range(chats):
+        model = ChatModel.load(stored[chat % len(stored)], "", "")
+        shown = matrix[rng.sample(range(count), digest)]
+        np.argsort(-score(shown, *stack([model]))[:, 0], kind="stable")
+    digests = time.process_time() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    total = for_you + digests
+    print(f"a day for {chats:,} chats with models (vocabulary {vocabulary.size} terms, "
+          f"batches of {SCORE_BATCH_CHATS:,} chats): For you, {count:,} papers each: "
+          f"{for_you:.1f} s CPU ({picked:,} picks); digest ordering, {digest} papers each: "
+          f"{digests:.1f} s CPU; total {total:.1f} s CPU (aim ≤ 120 s): "
+          f"{'met' if total <= 120 else 'NOT met'}")
+    print(f"peak RSS {peak:.0f} MB (before scoring {before:.0f} MB; aim ≤ 1,024 MB): "
+          f"{'met' if peak <= 1024 else 'NOT met'}")
+
+
 def report(title: str, papers: list[Paper], interests: list[Interest], repeats: int,
            seed: int) -> dict[int, Scores]:
     """The ranker with the current settings and with the settings before (same libraries)."""
@@ -357,7 +410,14 @@ def main() -> None:
     parser.add_argument("--synthetic-papers", type=int, default=2_000)
     parser.add_argument("--tune", action="store_true",
                         help="compare settings on the tuning corpus and stop")
+    parser.add_argument("--day-chats", type=int, default=100_000,
+                        help="chats of the day's ranking cost (0: not measured)")
+    parser.add_argument("--day-cost", action="store_true",
+                        help="measure only the day's ranking cost (in this process) and stop")
     args = parser.parse_args()
+    if args.day_cost:
+        day_cost(args.day_chats, args.papers, 50, 19)
+        return
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
           f"on {os.cpu_count()} CPUs")
     print(f"settings: {FEATURES}; {TRAINING}; before: {BEFORE.training}")
@@ -423,6 +483,11 @@ def main() -> None:
     cost(args.chats, args.papers, rng)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory (max RSS of this run): {peak:.0f} MB")
+    if args.day_chats:
+        print(f"\n7. a day's ranking cost at {args.day_chats:,} chats (a process of its own):",
+              flush=True)
+        subprocess.run([sys.executable, __file__, "--day-cost", "--day-chats",
+                        str(args.day_chats), "--papers", str(args.papers)], check=True)
 
 
 if __name__ == "__main__":

@@ -223,3 +223,55 @@ def test_papers_of_the_chats_field_it_has_not_saved_clear_the_boundary(
     above = [p for i, p in enumerate(papers) if scores[i] > 0 and p.arxiv_id not in library]
     assert len(above) >= 3
     assert sum(p.categories[0] == field for p in above) / len(above) >= 0.75
+
+
+def test_a_model_stored_compressed_before_the_raw_format_still_loads(papers: list[Paper]) -> None:
+    import io
+
+    vocabulary, rows, matrix = _setup(papers)
+    ids = [p.arxiv_id for p in papers]
+    model = train(vocabulary, ChatLabels.of(ids[:6], [], []), rows, matrix)
+    assert model is not None
+    buffer = io.BytesIO()  # how dump() wrote a model before
+    np.savez_compressed(buffer, data=model.weights.data, indices=model.weights.indices,
+                        size=np.array([model.weights.shape[1]]),
+                        intercept=np.array([model.intercept]))
+    for data in (buffer.getvalue(), model.dump()):
+        again = ChatModel.load(data, model.vocabulary, model.labels)
+        assert again.intercept == pytest.approx(model.intercept)
+        assert np.allclose(score(matrix, *stack([again])), score(matrix, *stack([model])))
+
+
+def test_chats_scored_in_blocks_score_as_in_one(papers: list[Paper],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.ranking import model as ranking_model
+
+    vocabulary, rows, matrix = _setup(papers)
+    ids = [p.arxiv_id for p in papers]
+    models = [train(vocabulary, ChatLabels.of(ids[k:k + 6], [], []), rows, matrix)
+              for k in (0, 20, 40, 60, 80)]
+    whole = score(matrix, *stack(models))
+    monkeypatch.setattr(ranking_model, "SCORE_BLOCK_CHATS", 2)
+    assert np.allclose(score(matrix, *stack(models)), whole, atol=1e-6)
+
+
+async def test_chats_are_scored_a_batch_at_a_time_with_the_same_scores(
+        papers: list[Paper], labelled_store: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.ranking import service as ranking_service
+
+    store = labelled_store
+    for chat_id, first in ((43, 20), (44, 40)):
+        await store.chats.record(chat_id, "private", "Ben", "en", START)
+        for paper in papers[first:first + MIN_POSITIVES]:
+            await store.saved.save(chat_id, paper.arxiv_id, paper.version, START)
+    chats = [CHAT, 43, 45, 44]  # 45 has no model
+    ranker = Ranker(store, lambda: START)
+    alone = {chat: await ranker.chat_scores(chat, papers[:30]) for chat in chats}
+    monkeypatch.setattr(ranking_service, "SCORE_BATCH_CHATS", 1)
+    batched = await Ranker(store, lambda: START).scores(chats, papers[:30])
+    assert set(batched) == {CHAT, 43, 44} and alone[45] is None
+    for chat in batched:
+        assert np.allclose(batched[chat], alone[chat], atol=1e-5)
+    # The rows of papers seen before come from the cache, in the order asked.
+    again = await ranker.chat_scores(CHAT, papers[29::-1])
+    assert np.allclose(again, alone[CHAT][::-1], atol=1e-5)

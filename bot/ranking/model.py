@@ -73,20 +73,45 @@ class ChatModel:
     labels: str  # the fingerprint of the labels it was trained on
 
     def dump(self) -> bytes:
-        buffer = io.BytesIO()
+        """The weights as raw arrays: a header, the term columns (int32), the weights (float32).
+
+        Not compressed: a day's For-you round and digests load every chat's model, and
+        decompressing one took about a millisecond, most of the cost of scoring it.
+        """
         row = self.weights.tocsr()
-        np.savez_compressed(buffer, data=row.data, indices=row.indices,
-                            size=np.array([row.shape[1]]), intercept=np.array([self.intercept]))
-        return buffer.getvalue()
+        header = np.array([len(row.indices), row.shape[1]], dtype=np.int64).tobytes()
+        return b"".join((_RAW, header, np.array([self.intercept]).tobytes(),
+                         row.indices.astype(np.int32).tobytes(),
+                         row.data.astype(np.float32).tobytes()))
 
     @classmethod
     def load(cls, data: bytes, vocabulary: str, labels: str) -> ChatModel:
+        if not data.startswith(_RAW):
+            return cls._load_compressed(data, vocabulary, labels)
+        count, size = np.frombuffer(data, np.int64, 2, len(_RAW)).tolist()
+        start = len(_RAW) + 16
+        intercept = float(np.frombuffer(data, np.float64, 1, start)[0])
+        indices = np.frombuffer(data, np.int32, count, start + 8)
+        values = np.frombuffer(data, np.float32, count, start + 8 + 4 * count)
+        weights = sparse.csr_matrix((values, indices, np.array([0, count])), shape=(1, size),
+                                    dtype=np.float32)
+        return cls(weights, intercept, vocabulary, labels)
+
+    @classmethod
+    def _load_compressed(cls, data: bytes, vocabulary: str, labels: str) -> ChatModel:
+        """A model stored before the raw format: a compressed numpy archive."""
         with np.load(io.BytesIO(data)) as stored:
             size = int(stored["size"][0])
             weights = sparse.csr_matrix(
                 (stored["data"], stored["indices"], np.array([0, len(stored["indices"])])),
                 shape=(1, size), dtype=np.float32)
             return cls(weights, float(stored["intercept"][0]), vocabulary, labels)
+
+
+_RAW = b"chatmodel1\n"  # what a model in the raw format starts with (a zip archive: "PK")
+# Chats scored in one product: their weights as a dense terms × chats block (20,000 terms ×
+# 1,000 chats is 80 MB of float32) bound the memory whatever the number of chats.
+SCORE_BLOCK_CHATS = 1_000
 
 
 class Trained(Protocol):
@@ -144,9 +169,16 @@ def stack(models: Sequence[ChatModel]) -> tuple[sparse.csr_matrix, np.ndarray]:
 
 def score(papers: sparse.csr_matrix, weights: sparse.csr_matrix,
           intercepts: np.ndarray) -> np.ndarray:
-    """Scores of every paper for every chat (papers × chats): one sparse product."""
-    product = (papers @ weights.T).toarray()
-    return product + intercepts[np.newaxis, :]
+    """Scores of every paper for every chat (papers × chats), SCORE_BLOCK_CHATS at a time.
+
+    A model weighs most terms of its training papers, so a block of models is nearly dense:
+    a sparse × dense product over it is several times faster than a sparse × sparse one.
+    """
+    table = np.empty((papers.shape[0], weights.shape[0]), dtype=np.float32)
+    for start in range(0, weights.shape[0], SCORE_BLOCK_CHATS):
+        block = weights[start:start + SCORE_BLOCK_CHATS]
+        table[:, start:start + block.shape[0]] = papers @ block.T.toarray()
+    return table + intercepts[np.newaxis, :]
 
 
 def top_terms(model: ChatModel, paper: sparse.csr_matrix, terms: np.ndarray,

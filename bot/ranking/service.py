@@ -9,7 +9,8 @@ that is current.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,8 @@ FOR_YOU_CANDIDATES = 5_000  # at most this many recent papers per chat
 LIKE_MIN_SIMILARITY = 0.15  # below this, the reason is the top terms, not a saved paper
 CORPUS_PAPERS = 5_000  # the newest papers the vocabulary is fitted on (plus every labelled one)
 REFIT_AFTER = 7 * 86_400  # seconds: a week of new papers is worth new terms and weights
+SCORE_BATCH_CHATS = 1_000  # chats whose models are loaded at once while scoring
+ROW_CACHE_PAPERS = 20_000  # recent papers whose tf-idf rows are kept (about 20 MB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,21 @@ class Suggestion:
     terms: tuple[str, ...]  # else the terms that raised its score most
 
 
+class _RowCache:
+    """Papers' tf-idf rows for one vocabulary, by (arXiv id, version)."""
+
+    def __init__(self, vocabulary: str) -> None:
+        self.vocabulary = vocabulary
+        self.rows: dict[tuple[str, int], int] = {}
+        self.matrix: sparse.csr_matrix | None = None
+
+    def add(self, papers: Sequence[Paper], matrix: sparse.csr_matrix) -> None:
+        for paper in papers:
+            self.rows[(paper.arxiv_id, paper.version)] = len(self.rows)
+        self.matrix = matrix if self.matrix is None else sparse.vstack(
+            [self.matrix, matrix], format="csr", dtype=np.float32)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class _Corpus:
     papers: tuple[Paper, ...]
@@ -74,6 +92,8 @@ class Ranker:
         self._vocabulary: Vocabulary | None = None
         self._corpus: _Corpus | None = None
         self._lock = asyncio.Lock()  # one fit or training at a time
+        self._rows: _RowCache | None = None
+        self._rows_lock = threading.Lock()
 
     async def vocabulary(self) -> Vocabulary | None:
         """The stored vocabulary, refitted when missing or older than REFIT_AFTER."""
@@ -135,23 +155,59 @@ class Ranker:
 
     async def scores(self, chat_ids: Sequence[int],
                      papers: Sequence[Paper]) -> dict[int, np.ndarray]:
-        """Each chat with a model → its score for each of `papers`, by one sparse product."""
-        models = {}
-        for chat_id in chat_ids:
-            model = await self.model(chat_id)
-            if model is not None:
-                models[chat_id] = model
-        vocabulary = self._vocabulary
-        if not models or not papers or vocabulary is None:
-            return {}
-        chats = list(models)
+        """Each chat with a model → its score for each of `papers`."""
+        table: dict[int, np.ndarray] = {}
+        async for batch in self._scored(chat_ids, papers):
+            table.update(batch)
+        return table
 
-        def compute() -> np.ndarray:
-            weights, intercepts = stack([models[c] for c in chats])
-            return score(vocabulary.transform(papers), weights, intercepts)
+    async def _scored(self, chat_ids: Sequence[int], papers: Sequence[Paper]
+                      ) -> AsyncIterator[dict[int, np.ndarray]]:
+        """The scores of SCORE_BATCH_CHATS chats at a time: only one batch's models are loaded
+        at once (dropped after it), whatever the number of chats; the papers' rows are
+        computed once and shared by every batch."""
+        vectors: tuple[str, sparse.csr_matrix] | None = None
+        for start in range(0, len(chat_ids), SCORE_BATCH_CHATS):
+            models = {}
+            for chat_id in chat_ids[start:start + SCORE_BATCH_CHATS]:
+                model = await self.model(chat_id)
+                if model is not None:
+                    models[chat_id] = model
+            vocabulary = self._vocabulary
+            if not models or not papers or vocabulary is None:
+                continue
+            if vectors is None or vectors[0] != vocabulary.fingerprint:
+                vectors = vocabulary.fingerprint, await asyncio.to_thread(
+                    self._rows_of, vocabulary, papers)
+            chats = list(models)
+            batch = [models[c] for c in chats]
+            del models
 
-        table = await asyncio.to_thread(compute)
-        return {chat: table[:, column] for column, chat in enumerate(chats)}
+            def compute(rows: sparse.csr_matrix = vectors[1],
+                        batch: list[ChatModel] = batch) -> np.ndarray:
+                return score(rows, *stack(batch))
+
+            table = await asyncio.to_thread(compute)
+            del batch
+            yield {chat: table[:, column] for column, chat in enumerate(chats)}
+
+    def _rows_of(self, vocabulary: Vocabulary, papers: Sequence[Paper]) -> sparse.csr_matrix:
+        """The papers' tf-idf rows, from a cache of recent papers' rows for this vocabulary:
+        every digest of a day orders papers of the same day, so each is transformed once."""
+        with self._rows_lock:  # worker threads of two rounds may ask at once
+            return self._cached_rows(vocabulary, papers)
+
+    def _cached_rows(self, vocabulary: Vocabulary, papers: Sequence[Paper]) -> sparse.csr_matrix:
+        cache = self._rows
+        if cache is None or cache.vocabulary != vocabulary.fingerprint:
+            cache = self._rows = _RowCache(vocabulary.fingerprint)
+        missing = [p for p in dict.fromkeys(papers) if (p.arxiv_id, p.version) not in cache.rows]
+        if missing:
+            if len(cache.rows) + len(missing) > ROW_CACHE_PAPERS:
+                cache = self._rows = _RowCache(vocabulary.fingerprint)
+                missing = list(dict.fromkeys(papers))
+            cache.add(missing, vocabulary.transform(missing))
+        return cache.matrix[[cache.rows[(p.arxiv_id, p.version)] for p in papers]]
 
     async def chat_scores(self, chat_id: int, papers: Sequence[Paper]) -> list[float] | None:
         """The chat's score for each paper, or None when it has no model (for digest order)."""
@@ -162,7 +218,8 @@ class Ranker:
                           now: float) -> dict[int, list[Suggestion]]:
         """For each (chat, count): up to `count` of the last day's papers its subscriptions did
         not match that its model scores above FOR_YOU_THRESHOLD, best first; chats without a
-        model or with nothing above the threshold are left out. One product scores them all."""
+        model or with nothing above the threshold are left out. Scored a batch of chats at a
+        time; only each chat's picks are kept."""
         candidates: dict[int, list[Paper]] = {}
         papers: dict[str, Paper] = {}
         for chat_id, _ in chats:
@@ -171,11 +228,13 @@ class Ranker:
             candidates[chat_id] = found
             papers.update((p.arxiv_id, p) for p in found)
         ordered = list(papers.values())
-        table = await self.scores([chat_id for chat_id, _ in chats], ordered)
+        wanted = dict(chats)
+        picks: dict[int, list[tuple[Paper, float]]] = {}
+        async for table in self._scored([chat_id for chat_id, _ in chats], ordered):
+            picks.update(await asyncio.to_thread(_picks, ordered, candidates, table, wanted))
         vocabulary = self._vocabulary
-        if not table or vocabulary is None:
+        if not picks or vocabulary is None:
             return {}
-        picks = await asyncio.to_thread(_picks, ordered, candidates, table, dict(chats))
         result = {}
         for chat_id, chosen in picks.items():
             labels = await self.labels(chat_id)
