@@ -339,7 +339,7 @@ def cost(chats: int, count: int, rng: random.Random) -> None:
     print(f"\ncost: vocabulary {vocabulary.size} terms; a model has {nonzero:.0f} non-zero "
           f"weights on average")
     print(f"train one chat (10 positives, {matrix.shape[0]} papers): {train_one:.3f} s CPU")
-    print(f"score {count} papers for {chats} chats (one sparse product, {table.shape} "
+    print(f"score {count} papers for {chats} chats (one call, blocks of 1,000 chats, {table.shape} "
           f"scores): {scoring:.2f} s CPU")
     total = train_one + scoring
     print(f"total {total:.2f} s CPU (aim ≤ 10 s): {'met' if total <= 10 else 'NOT met'}")
