@@ -30,10 +30,9 @@ from telegram import Bot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.match import CHATS, PAPERS, SUBSCRIPTIONS, Corpus
+from bench.match import CHATS, PAPERS, Corpus, subscription_rows
 from bot.config import load_settings
 from bot.core.clock import ManualClock
-from bot.query.parser import QueryError, canonical, parse
 from bot.services.container import Wiring, open_services
 from bot.storage import open_storage
 from tests.fakes.arxiv_server import FakeArxivServer
@@ -47,18 +46,7 @@ TOKEN = "123456:BENCH-engines"
 async def seed(url: str, corpus: Corpus) -> int:
     """The chats and subscriptions, in one transaction of bulk inserts; how many stored."""
     now = time.time()
-    rows: list[tuple[int, str, str, float]] = []
-    seen: set[tuple[int, str]] = set()
-    while len(rows) < SUBSCRIPTIONS:
-        raw = corpus.query()
-        try:
-            query = canonical(parse(raw))
-        except QueryError:
-            continue
-        chat_id = FIRST_CHAT + corpus.random.randrange(CHATS)
-        if (chat_id, query) not in seen:
-            seen.add((chat_id, query))
-            rows.append((chat_id, query, raw, now))
+    rows = subscription_rows(corpus, FIRST_CHAT, now)
     storage = await open_storage(url)
     try:
         async with storage.db.transaction() as conn:  # type: ignore[attr-defined]

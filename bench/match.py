@@ -39,6 +39,7 @@ from bot.query.parser import (
     Or,
     QueryError,
     Text,
+    canonical,
     parse,
 )
 
@@ -172,6 +173,25 @@ class Corpus:
             terms = [self._text_or_author() for _ in range(self.random.randint(2, 3))]
             return " OR ".join(terms)
         return f"{self._text_or_author()} -{self._text_or_author()}"
+
+
+def subscription_rows(corpus: Corpus, first_chat: int, now: float
+                      ) -> list[tuple[int, str, str, float]]:
+    """SUBSCRIPTIONS distinct (chat, canonical query, typed query, created) rows over CHATS
+    chats numbered from `first_chat`, for benches that write them to a database in bulk."""
+    rows: list[tuple[int, str, str, float]] = []
+    seen: set[tuple[int, str]] = set()
+    while len(rows) < SUBSCRIPTIONS:
+        raw = corpus.query()
+        try:
+            query = canonical(parse(raw))
+        except QueryError:
+            continue
+        chat_id = first_chat + corpus.random.randrange(CHATS)
+        if (chat_id, query) not in seen:
+            seen.add((chat_id, query))
+            rows.append((chat_id, query, raw, now))
+    return rows
 
 
 def _rss_mb() -> float:

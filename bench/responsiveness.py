@@ -39,12 +39,11 @@ import aiosqlite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.match import CHATS, PAPERS, SUBSCRIPTIONS, Corpus
+from bench.match import CHATS, PAPERS, Corpus, subscription_rows
 from bot.chat.application import build_application
 from bot.config import load_settings
 from bot.core.clock import SystemClock
 from bot.delivery.pacing import Pacer
-from bot.query.parser import QueryError, canonical, parse
 from bot.services.budget import UNLIMITED
 from bot.storage import open_storage
 from bot.storage.sqlite.db import Database
@@ -66,18 +65,7 @@ def seed(path: Path, corpus: Corpus) -> int:
     """10,000 chats and 100,000 subscriptions, written in bulk (the bot's own `follow` would
     take minutes for this many); returns how many subscriptions were stored."""
     now = time.time()
-    rows: list[tuple[int, str, str, float]] = []
-    seen: set[tuple[int, str]] = set()
-    while len(rows) < SUBSCRIPTIONS:
-        raw = corpus.query()
-        try:
-            query = canonical(parse(raw))
-        except QueryError:
-            continue
-        chat_id = FIRST_CHAT + corpus.random.randrange(CHATS)
-        if (chat_id, query) not in seen:
-            seen.add((chat_id, query))
-            rows.append((chat_id, query, raw, now))
+    rows = subscription_rows(corpus, FIRST_CHAT, now)
     rows += [(asker, q, q, now) for asker in ASKERS.values() for q in ASKER_QUERIES]
     db = sqlite3.connect(path)
     try:
