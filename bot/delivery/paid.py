@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from bot.core.clock import Clock
 from bot.storage.interfaces import PaidBroadcastRepository
@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 
 MESSAGES_PER_STAR = 10  # 0.1 Stars a message
 BLOCK = 100  # messages reserved at once (10 Stars)
-KEEP_DAYS = 60  # days of spend kept for the record
 # Once the day's budget is all reserved, how long before asking again (another process may have
 # stopped and given its unused part back).
 RECHECK_SECONDS = 60.0
@@ -106,10 +105,8 @@ class PaidBroadcasts:
                      refused=self._spent_day == day)
 
     async def close(self) -> None:
-        """Give back what this process reserved and did not spend, and forget old days."""
+        """Give back what this process reserved and did not spend."""
         async with self._lock:
             if self._held:
                 await self._repository.give_back(self._day, self._held)
                 self._held = 0
-        cutoff = datetime.fromtimestamp(self._clock.now(), UTC) - timedelta(days=KEEP_DAYS)
-        await self._repository.prune(cutoff.strftime("%Y-%m-%d"))

@@ -543,13 +543,7 @@ class Sender:
         if not fallback.queries:
             return
         label = topic_label(fallback.name, topic_id, chat.language)
-        try:
-            await self._bot.send_message(
-                chat.id, render_topic_fallback(label, fallback.queries, chat.language),
-                parse_mode=ParseMode.HTML, link_preview_options=NO_PREVIEW)
-        except TelegramError as exc:
-            log.warning("could not tell chat %s that topic %s is gone: %s", chat.id, topic_id,
-                        exc)
+        await self.tell(chat.id, render_topic_fallback(label, fallback.queries, chat.language))
 
     async def _request(self, chat_id: int, outgoing: Outgoing, text: str,
                        parse_mode: str | None, *, paid: bool = False) -> Outcome:

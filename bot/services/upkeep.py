@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from bot.core.constants import DAY
+from bot.delivery.paid import utc_day
 from bot.query.service import SubscriptionService
 from bot.storage import Storage
 
@@ -18,6 +19,7 @@ PAPER_RETENTION_DAYS = 90  # far beyond /stats' 7 days and /follow's 7-day previ
 THREAD_RETENTION_DAYS = 365
 # A chat that blocked or removed the bot and has not come back is forgotten after this long.
 DEPARTED_RETENTION_DAYS = 180
+PAID_SPEND_RETENTION_DAYS = 60  # each UTC day's paid-broadcast spend, for the record
 
 
 async def prune(storage: Storage, now: float) -> tuple[int, int]:
@@ -35,6 +37,7 @@ async def prune(storage: Storage, now: float) -> tuple[int, int]:
     await storage.community.prune(now - PAPER_RETENTION_DAYS * DAY)
     # A reaction on a card a month old still rates, as one on an alert kept that long does.
     await storage.cards.prune(now - OUTBOX_RETENTION_DAYS * DAY)
+    await storage.paid_broadcasts.prune(utc_day(now - PAID_SPEND_RETENTION_DAYS * DAY))
     if alerts or papers:
         log.info("pruned %d delivered alerts and %d papers", alerts, papers)
     compacted = await storage.upkeep()
