@@ -1,6 +1,6 @@
 """Benchmark: a big poll and the storage of a drain, on SQLite and on PostgreSQL, in one run.
 
-Run with `.venv/bin/python bench/engines.py [--seed 1] [--drain 3000]
+Run with `.venv/bin/python bench/engines.py [--seed 1] [--drain 3000] [--rtt 0.1]
 [--engines sqlite,postgresql]`. For each engine, a fresh database through the bot's own
 construction (`open_services`): bench/match.py's 10,000 chats and 100,000 subscriptions
 (`Corpus.query`, stored in bulk; the bot's own `follow` would take minutes for this many) and
@@ -8,7 +8,10 @@ its 2,000-paper day served as an RSS feed by the fake arXiv on loopback; the ing
 `Pipeline.poll`: fetch and parse, match against the subscriptions' index, and store the papers
 and their alerts batch by batch, as the running bot does. Then what a drain asks of storage for
 each of `--drain` messages: the chat's pending rows, the claim and the sent mark, one after
-another (the sender's statements, without Telegram). PostgreSQL is the tests' own server
+another (the sender's statements, without Telegram). Last, the real drain: `--drain` alerts to
+as many chats, sent by the bot's own `Sender` against the fake Telegram in its own process, each
+call answered `--rtt` seconds later and Telegram's limits enforced (bench/deliver.py's run, on
+a fresh database of the same engine). PostgreSQL is the tests' own server
 (tests/postgres_server.py: Debian's package, a cluster in a temporary folder, here with the
 server's default durability, fsync on, unlike the tests'); SQLite a file in WAL mode with the
 bot's pragmas (synchronous=NORMAL).
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import random
 import sys
@@ -30,6 +34,8 @@ from telegram import Bot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.deliver import run as deliver_run
+from bench.deliver import serve_fake_telegram
 from bench.match import CHATS, PAPERS, Corpus, subscription_rows
 from bot.config import load_settings
 from bot.core.clock import ManualClock
@@ -99,10 +105,29 @@ async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | st
             "messages": len(targets)}
 
 
+def drain_at_round_trip(url: str | None, alerts: int, rtt: float) -> dict[str, float]:
+    """The real Sender's drain of `alerts` alerts against the fake Telegram in its own process."""
+    ours, theirs = multiprocessing.Pipe()
+    server = multiprocessing.get_context("spawn").Process(
+        target=serve_fake_telegram, args=(theirs, rtt), daemon=True)
+    server.start()
+    try:
+        started = time.perf_counter()
+        result = asyncio.run(deliver_run(alerts, 0, ours, False, None, url))
+        result["seconds"] = time.perf_counter() - started
+        return result
+    finally:
+        server.join(timeout=10)
+        if server.is_alive():
+            server.terminate()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--drain", type=int, default=3000)
+    parser.add_argument("--rtt", type=float, default=0.1,
+                        help="the simulated round trip of the real drain, in seconds")
     parser.add_argument("--engines", default="sqlite,postgresql")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -115,6 +140,11 @@ def main() -> None:
                 else:
                     url = start_shared_server(durable=True).new_database()
                 results[engine] = asyncio.run(measure(url, args.seed, args.drain))
+                print(f"{engine}: the real drain of {args.drain} alerts at a "
+                      f"{args.rtt * 1000:.0f} ms round trip")
+                drain_url = (None if engine == "sqlite"
+                             else start_shared_server(durable=True).new_database())
+                results[engine]["real"] = drain_at_round_trip(drain_url, args.drain, args.rtt)
     finally:
         stop_shared_server()
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -123,15 +153,19 @@ def main() -> None:
           f"{any_result['subscriptions']} subscriptions over {CHATS} chats; a drain of "
           f"{args.drain} messages")
     print("engine     | ingest: Pipeline.poll (fetch, parse, match, store) | drain's storage "
-          "a message")
+          f"a message | real drain at {args.rtt * 1000:.0f} ms")
     for engine, r in results.items():
+        real = r["real"]
         print(f"{engine:<10} | {r['ingest']:6.2f} s ({r['new']} new papers, {r['alerts']} "
               f"alerts to {r['chats']} chats, {r['sources']} feed(s)) "
-              f"| {r['per_message_ms']:.2f} ms ({r['drain']:.1f} s for {r['messages']})")
+              f"| {r['per_message_ms']:.2f} ms ({r['drain']:.1f} s for {r['messages']}) "
+              f"| {real['rate']:.2f} messages/s ({real['sent']:.0f} sent, "
+              f"{real['429s']:.0f} self-caused 429s)")
     if {"sqlite", "postgresql"} <= results.keys():
         lite, pg = results["sqlite"], results["postgresql"]
-        print(f"PostgreSQL / SQLite: ingest {pg['ingest'] / lite['ingest']:.2f}x, "
-              f"drain's storage {pg['per_message_ms'] / lite['per_message_ms']:.2f}x")
+        print(f"PostgreSQL / SQLite: ingest time {pg['ingest'] / lite['ingest']:.2f}x, "
+              f"drain's storage {pg['per_message_ms'] / lite['per_message_ms']:.2f}x, "
+              f"real drain rate {pg['real']['rate'] / lite['real']['rate']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from bot.core.clock import SystemClock
 from bot.query.service import SubscriptionService
 from bot.runtime import LOST_LEADERSHIP
@@ -176,11 +178,14 @@ def test_a_standby_takes_over_from_a_killed_leader_and_every_alert_arrives(
               f"{min(b.sends()) - killed_at:.1f} s after the kill")
 
 
-def test_a_leader_whose_lock_connection_is_cut_stops_sending_before_the_standby_starts(
-        tmp_path: Path, postgres_server: PostgresServer) -> None:
-    """Only the lock's connection is ended: the leader's data connections still work, so only
-    its fencing (the lease, the term its claims carry) keeps it from sending on. Its Telegram
-    is slow enough that without fencing it would still be sending when the standby starts."""
+@pytest.mark.parametrize("cut", ["the lock's", "every"])
+def test_a_leader_whose_database_connection_is_cut_stops_sending_before_the_standby_starts(
+        tmp_path: Path, postgres_server: PostgresServer, cut: str) -> None:
+    """The lock's connection alone is ended: the leader's data connections still work, so only
+    its fencing (the lease, the term its claims carry) keeps it from sending on. Or every
+    connection of the leader is ended, as a database restart or a network cut would. Its
+    Telegram is slow enough that without fencing it would still be sending when the standby
+    starts."""
     alerts = 120
     url = postgres_server.new_database()
     with two_hosts(tmp_path, url, alerts, "SEND_WINDOW=2") as (a, b):
@@ -194,11 +199,17 @@ def test_a_leader_whose_lock_connection_is_cut_stops_sending_before_the_standby_
         a.telegram.wait_for_sync(lambda: len(a.sends()) >= 10, timeout=60,
                                  what="10 alerts to go out")
         assert a.process is not None
-        ended = postgres_rows(
-            url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                 "WHERE application_name = ?", (f"arxiv-alert-bot pid {a.process.pid} on "
-                                                f"{os.uname().nodename}"[:63],))
-        assert ended == [(True,)], "the leader's lock connection was found and ended"
+        name = f"arxiv-alert-bot pid {a.process.pid} on {os.uname().nodename}"[:63]
+        if cut == "every":
+            ended = postgres_rows(
+                url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE application_name LIKE ?", (f"arxiv-alert-bot pid {a.process.pid} %",))
+            assert len(ended) > 1 and all(row == (True,) for row in ended), ended
+        else:
+            ended = postgres_rows(
+                url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE application_name = ?", (name,))
+            assert ended == [(True,)], "the leader's lock connection was found and ended"
         cut_at = len(a.sends())
 
         b.telegram.wait_for_sync(lambda: all(delivered((a, b), alerts).values()),
@@ -212,6 +223,35 @@ def test_a_leader_whose_lock_connection_is_cut_stops_sending_before_the_standby_
         repeats = sum(len(ids) - 1 for ids in final.values())
         assert repeats <= 2, final
         assert len(a.sends()) < alerts - 10, "the old leader stopped long before the end"
+
+
+def test_a_frozen_leaders_stale_lock_is_cut_off_and_the_leader_stops_when_it_wakes(
+        tmp_path: Path, postgres_server: PostgresServer) -> None:
+    """A host gone without the server noticing (here: the leader frozen by SIGSTOP, its
+    connections still open) keeps its lock; the standby ends that connection two leases after
+    the last renewal, takes over, and the leader, woken, finds it no longer leads and exits
+    without sending."""
+    url = postgres_server.new_database()
+    with two_hosts(tmp_path, url, 3, "LEADER_LEASE_SECONDS=3") as (a, b):
+        a.start()
+        a.telegram.wait_for_sync(lambda: len(a.sends()) == 3, timeout=60,
+                                 what="the leader to send the 3 alerts")
+        b.start()
+        wait_for_standby(b)
+        assert a.process is not None
+        a.process.send_signal(signal.SIGSTOP)
+        try:
+            b.telegram.wait_for_sync(lambda: "term 2" in b.log(), timeout=TAKEOVER,
+                                     what="the standby to take over from the frozen leader")
+            assert "still holds the lock: its connection (backend" in b.log(), b.log()
+        finally:
+            a.process.send_signal(signal.SIGCONT)
+        a.process.wait(timeout=TAKEOVER)
+        assert a.process.returncode == LOST_LEADERSHIP, a.log()
+        assert len(a.sends()) == 3, "the woken leader sent nothing more"
+        b.telegram.wait_for_sync(lambda: b.telegram.waiting_polls > 0, timeout=60,
+                                 what="the new leader to long-poll")
+        assert b.sends() == [], "nothing already sent was sent again"
 
 
 def test_a_standby_answers_health_as_standby_and_asks_telegram_and_arxiv_nothing(
