@@ -118,6 +118,21 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
             "sent": report.sent}
 
 
+def drain(alerts: int, groups: int, rtt: float, freeze: bool = False,
+          window: int | None = None, database_url: str | None = None) -> dict[str, float]:
+    """`run` against the fake Telegram, started in its own process for this drain."""
+    ours, theirs = multiprocessing.Pipe()
+    server = multiprocessing.get_context("spawn").Process(
+        target=serve_fake_telegram, args=(theirs, rtt), daemon=True)
+    server.start()
+    try:
+        return asyncio.run(run(alerts, groups, ours, freeze, window, database_url))
+    finally:
+        server.join(timeout=10)
+        if server.is_alive():
+            server.terminate()
+
+
 def max_in_window(times: list[float], window: float) -> int:
     """The most arrivals in any half-open interval of `window` seconds."""
     best, start = 0, 0
@@ -161,17 +176,8 @@ def bench(args: argparse.Namespace) -> None:
         print(f"{engine}, round trip {rtt * 1000:.0f} ms: {args.alerts} alerts to {args.alerts} "
               f"chats ({args.groups} groups)"
               f"{', gc frozen after start-up' if args.gc_freeze else ''}")
-        ours, theirs = multiprocessing.Pipe()
-        server = multiprocessing.get_context("spawn").Process(
-            target=serve_fake_telegram, args=(theirs, rtt), daemon=True)
-        server.start()
-        try:
-            results.append(asyncio.run(
-                run(args.alerts, args.groups, ours, args.gc_freeze, args.window, database_url)))
-        finally:
-            server.join(timeout=10)
-            if server.is_alive():
-                server.terminate()
+        results.append(drain(args.alerts, args.groups, rtt, args.gc_freeze, args.window,
+                             database_url))
     base = results[0]["rate"]
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("engine     | round trip | messages/s | ratio to the first | busiest second | "

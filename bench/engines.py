@@ -10,7 +10,7 @@ and their alerts batch by batch, as the running bot does. Then what a drain asks
 each of `--drain` messages: the chat's pending rows, the claim and the sent mark, one after
 another (the sender's statements, without Telegram). Last, the real drain: `--drain` alerts to
 as many chats, sent by the bot's own `Sender` against the fake Telegram in its own process, each
-call answered `--rtt` seconds later and Telegram's limits enforced (bench/deliver.py's run, on
+call answered `--rtt` seconds later and Telegram's limits enforced (bench/deliver.py's drain, on
 a fresh database of the same engine). PostgreSQL is the tests' own server
 (tests/postgres_server.py: Debian's package, a cluster in a temporary folder, here with the
 server's default durability, fsync on, unlike the tests'); SQLite a file in WAL mode with the
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
 import random
 import sys
@@ -34,8 +33,7 @@ from telegram import Bot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.deliver import run as deliver_run
-from bench.deliver import serve_fake_telegram
+from bench.deliver import drain as real_drain
 from bench.match import CHATS, PAPERS, Corpus, subscription_rows
 from bot.config import load_settings
 from bot.core.clock import ManualClock
@@ -105,23 +103,6 @@ async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | st
             "messages": len(targets)}
 
 
-def drain_at_round_trip(url: str | None, alerts: int, rtt: float) -> dict[str, float]:
-    """The real Sender's drain of `alerts` alerts against the fake Telegram in its own process."""
-    ours, theirs = multiprocessing.Pipe()
-    server = multiprocessing.get_context("spawn").Process(
-        target=serve_fake_telegram, args=(theirs, rtt), daemon=True)
-    server.start()
-    try:
-        started = time.perf_counter()
-        result = asyncio.run(deliver_run(alerts, 0, ours, False, None, url))
-        result["seconds"] = time.perf_counter() - started
-        return result
-    finally:
-        server.join(timeout=10)
-        if server.is_alive():
-            server.terminate()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
@@ -144,7 +125,8 @@ def main() -> None:
                       f"{args.rtt * 1000:.0f} ms round trip")
                 drain_url = (None if engine == "sqlite"
                              else start_shared_server(durable=True).new_database())
-                results[engine]["real"] = drain_at_round_trip(drain_url, args.drain, args.rtt)
+                results[engine]["real"] = real_drain(args.drain, 0, args.rtt,
+                                                     database_url=drain_url)
     finally:
         stop_shared_server()
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -135,6 +135,15 @@ def wait_for_standby(host: Host, timeout: float = 60) -> None:
                                 what=f"bot {host.name} to stand by")
 
 
+def lead_then_stand_by(a: Host, b: Host) -> None:
+    """a leads and sends the 3 alerts; then b starts and stands by."""
+    a.start()
+    a.telegram.wait_for_sync(lambda: len(a.sends()) == 3, timeout=60,
+                             what="the leader to send the 3 alerts")
+    b.start()
+    wait_for_standby(b)
+
+
 def test_a_standby_takes_over_from_a_killed_leader_and_every_alert_arrives(
         tmp_path: Path, postgres_server: PostgresServer) -> None:
     alerts = 200
@@ -199,16 +208,19 @@ def test_a_leader_whose_database_connection_is_cut_stops_sending_before_the_stan
         a.telegram.wait_for_sync(lambda: len(a.sends()) >= 10, timeout=60,
                                  what="10 alerts to go out")
         assert a.process is not None
-        name = f"arxiv-alert-bot pid {a.process.pid} on {os.uname().nodename}"[:63]
+        # The lock's connection is named "arxiv-alert-bot pid N on HOST", the data ones the
+        # same with " (data)".
+        pid = a.process.pid
         if cut == "every":
-            ended = postgres_rows(
-                url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                     "WHERE application_name LIKE ?", (f"arxiv-alert-bot pid {a.process.pid} %",))
+            where, value = "application_name LIKE ?", f"arxiv-alert-bot pid {pid} %"
+        else:
+            where, value = ("application_name = ?",
+                            f"arxiv-alert-bot pid {pid} on {os.uname().nodename}"[:63])
+        ended = postgres_rows(
+            url, f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE {where}", (value,))
+        if cut == "every":
             assert len(ended) > 1 and all(row == (True,) for row in ended), ended
         else:
-            ended = postgres_rows(
-                url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                     "WHERE application_name = ?", (name,))
             assert ended == [(True,)], "the leader's lock connection was found and ended"
         cut_at = len(a.sends())
 
@@ -233,11 +245,7 @@ def test_a_frozen_leaders_stale_lock_is_cut_off_and_the_leader_stops_when_it_wak
     without sending."""
     url = postgres_server.new_database()
     with two_hosts(tmp_path, url, 3, "LEADER_LEASE_SECONDS=3") as (a, b):
-        a.start()
-        a.telegram.wait_for_sync(lambda: len(a.sends()) == 3, timeout=60,
-                                 what="the leader to send the 3 alerts")
-        b.start()
-        wait_for_standby(b)
+        lead_then_stand_by(a, b)
         assert a.process is not None
         a.process.send_signal(signal.SIGSTOP)
         try:
@@ -258,11 +266,7 @@ def test_a_standby_answers_health_as_standby_and_asks_telegram_and_arxiv_nothing
         tmp_path: Path, postgres_server: PostgresServer) -> None:
     url = postgres_server.new_database()
     with two_hosts(tmp_path, url, 3, "LEADER_LEASE_SECONDS=5") as (a, b):
-        a.start()
-        a.telegram.wait_for_sync(lambda: len(a.sends()) == 3, timeout=60,
-                                 what="the leader to send the 3 alerts")
-        b.start()
-        wait_for_standby(b)
+        lead_then_stand_by(a, b)
 
         standby = b.health()
         assert standby.returncode == 0, standby
