@@ -217,6 +217,13 @@ def semanlink() -> tuple[list[Paper], list[Interest]]:
                     for t in chosen]
 
 
+def similar_corpora() -> list[tuple[str, list[Paper]]]:
+    """The real corpora with categories, for /similar's neighbours."""
+    return [("the whole announcement day", announcement_day()[0]),
+            ("the day's cs papers", announcement_day("cs")[0]),
+            ("the API sample", api_sample()[0])]
+
+
 # --- the settings measured -----------------------------------------------------------------
 
 
@@ -392,6 +399,96 @@ def day_cost(chats: int, count: int, digest: int, seed: int) -> None:
           f"{'met' if peak <= 1024 else 'NOT met'}")
 
 
+# --- /similar against plain tf-idf ------------------------------------------------------------
+
+NEIGHBOURS = 5  # as /similar lists
+GROWTH_BATCHES = 5  # the corpus arrives in this many polls, a day apart
+
+
+def archive(paper: Paper) -> str:
+    return paper.categories[0].split(".")[0]
+
+
+def same_shares(papers: list[Paper], lists: list[list[int]]) -> tuple[float, float]:
+    """The share of listed neighbours in the probe's own archive, and in its own primary
+    category, over every probe's list."""
+    archives = categories = total = 0
+    for probe, listed in zip(papers, lists, strict=True):
+        archives += sum(archive(papers[i]) == archive(probe) for i in listed)
+        categories += sum(papers[i].categories[0] == probe.categories[0] for i in listed)
+        total += len(listed)
+    return archives / total, categories / total
+
+
+def plain_neighbours(papers: list[Paper]) -> list[list[int]]:
+    """Plain tf-idf cosine neighbours (scikit-learn's defaults, title and abstract) over the
+    same records: the baseline /similar must reach."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    matrix = TfidfVectorizer().fit_transform([f"{p.title}\n{p.abstract}" for p in papers])
+    similarity = (matrix @ matrix.T).toarray()
+    np.fill_diagonal(similarity, -1.0)
+    return [list(np.argsort(-row, kind="stable")[:NEIGHBOURS]) for row in similarity]
+
+
+async def bot_neighbours(papers: list[Paper], folder: Path, grown: bool) -> list[list[int]]:
+    """What /similar lists for each paper, through the bot's own services on a real database.
+    `grown`: the records arrive over GROWTH_BATCHES polls a day apart and a researcher asks
+    /similar after the first (so the vocabulary is first fitted on a fifth of them), as in a
+    bot started the day before; else they are all stored before the first /similar."""
+    from telegram import Bot
+
+    from bot.config import load_settings
+    from bot.core.clock import ManualClock
+    from bot.services.container import Wiring, open_services
+
+    token = "123456:BENCH-token"
+    settings = load_settings({"TELEGRAM_BOT_TOKEN": token, "HF_PAPERS_URL": "off",
+                              "DATABASE_PATH": str(folder / f"similar-{grown}.sqlite3")},
+                             env_file=None)
+    clock = ManualClock()
+    index = {p.arxiv_id: i for i, p in enumerate(papers)}
+    async with open_services(settings, bot=Bot(token), wiring=Wiring(clock=clock)) as services:
+        batches = GROWTH_BATCHES if grown else 1
+        size = -(-len(papers) // batches)
+        for number in range(batches):
+            await services.storage.papers.upsert_many(
+                papers[number * size:(number + 1) * size], clock.now())
+            if grown and number == 0:
+                await services.papers.similar(papers[0].arxiv_id, NEIGHBOURS)
+            clock.advance(86_400)
+        lists = []
+        for paper in papers:
+            _, nearest = await services.papers.similar(paper.arxiv_id, NEIGHBOURS)
+            lists.append([index[p.arxiv_id] for p in nearest])
+    return lists
+
+
+def neighbours(corpora: list[tuple[str, list[Paper]]]) -> None:
+    """/similar's same-archive and same-category shares beside plain tf-idf's, per corpus."""
+    import asyncio
+    import tempfile
+
+    print(f"\n8. /similar against plain tf-idf cosine: the share of the {NEIGHBOURS} papers "
+          f"listed for each paper of a corpus that share its archive / its primary category")
+    verdicts = []
+    with tempfile.TemporaryDirectory() as folder:
+        for number, (name, papers) in enumerate(corpora):
+            databases = Path(folder) / str(number)
+            databases.mkdir()
+            plain = same_shares(papers, plain_neighbours(papers))
+            at_once = same_shares(papers, asyncio.run(bot_neighbours(papers, databases, False)))
+            grown = same_shares(papers, asyncio.run(bot_neighbours(papers, databases, True)))
+            print(f"   {name} ({len(papers)} papers): plain tf-idf {plain[0]:.1%} / "
+                  f"{plain[1]:.1%}; /similar, all stored at once {at_once[0]:.1%} / "
+                  f"{at_once[1]:.1%}; /similar, stored over {GROWTH_BATCHES} days "
+                  f"{grown[0]:.1%} / {grown[1]:.1%}")
+            verdicts.append(min(at_once[1], grown[1]) >= plain[1]
+                            and min(at_once[0], grown[0]) >= plain[0])
+    print(f"aim: /similar's shares at least plain tf-idf's on every corpus: "
+          f"{'met' if all(verdicts) else 'NOT met'}")
+
+
 def report(title: str, papers: list[Paper], interests: list[Interest], repeats: int,
            seed: int) -> dict[int, Scores]:
     """The ranker with the current settings and with the settings before (same libraries)."""
@@ -400,6 +497,17 @@ def report(title: str, papers: list[Paper], interests: list[Interest], repeats: 
             for k in LIBRARY_SIZES}
     print_table(title, rows)
     return {k: now for k, (now, _) in rows.items()}
+
+
+def tuning_corpus(repeats: int) -> None:
+    tagged, tags = semanlink()
+    k = 5
+    now = evaluate(tagged, tags, k, repeats, 5, CURRENT, baselines=False)
+    before = evaluate(tagged, tags, k, repeats, 5, BEFORE, baselines=False)
+    print(f"\n4. one researcher's Semanlink tags ({len(tagged)} papers, {len(tags)} tags; the "
+          f"tuning corpus, so not an independent figure), k = {k}: ranker AUC "
+          f"{now['ranker'][0]:.3f} (before {before['ranker'][0]:.3f}), P@10 "
+          f"{now['ranker'][1]:.2f} (before {before['ranker'][1]:.2f})")
 
 
 def main() -> None:
@@ -414,9 +522,15 @@ def main() -> None:
                         help="chats of the day's ranking cost (0: not measured)")
     parser.add_argument("--day-cost", action="store_true",
                         help="measure only the day's ranking cost (in this process) and stop")
+    parser.add_argument("--similar", action="store_true",
+                        help="measure only /similar against plain tf-idf and stop")
     args = parser.parse_args()
     if args.day_cost:
         day_cost(args.day_chats, args.papers, 50, 19)
+        return
+    if args.similar:
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        neighbours(similar_corpora())
         return
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
           f"on {os.cpu_count()} CPUs")
@@ -453,14 +567,11 @@ def main() -> None:
     whole_day = report(f"the whole day, interest = a primary category ({repeats} libraries "
                        f"per interest)", day, primary, repeats, 17)
 
-    tagged, tags = semanlink()
-    k = 5
-    now = evaluate(tagged, tags, k, args.repeats, 5, CURRENT, baselines=False)
-    before = evaluate(tagged, tags, k, args.repeats, 5, BEFORE, baselines=False)
-    print(f"\n4. one researcher's Semanlink tags ({len(tagged)} papers, {len(tags)} tags; the "
-          f"tuning corpus, so not an independent figure), k = {k}: ranker AUC "
-          f"{now['ranker'][0]:.3f} (before {before['ranker'][0]:.3f}), P@10 "
-          f"{now['ranker'][1]:.2f} (before {before['ranker'][1]:.2f})")
+    if not SEMANLINK.exists():
+        print(f"\n4. one researcher's Semanlink tags: {SEMANLINK.name} is not on this machine "
+              f"(bench/data/README.md), so the tuning corpus is left out")
+    else:
+        tuning_corpus(args.repeats)
 
     print()
     for name, rows in (("the day's cs papers", within_cs), ("the whole day", whole_day),
@@ -479,6 +590,8 @@ def main() -> None:
     ratio = ranker / category if category else float("inf")
     print(f"aim: precision@10 ≥ 2× the category baseline (k = 10): {ranker:.2f} vs "
           f"{category:.2f} = {ratio:.1f}× {'met' if ratio >= 2 else 'NOT met'}")
+
+    neighbours(similar_corpora())
 
     cost(args.chats, args.papers, rng)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -38,6 +38,8 @@ FOR_YOU_CANDIDATES = 5_000  # at most this many recent papers per chat
 LIKE_MIN_SIMILARITY = 0.15  # below this, the reason is the top terms, not a saved paper
 CORPUS_PAPERS = 5_000  # the newest papers the vocabulary is fitted on (plus every labelled one)
 REFIT_AFTER = 7 * 86_400  # seconds: a week of new papers is worth new terms and weights
+REFIT_GROWTH = 2  # a store that doubled since the fit (below CORPUS_PAPERS) is fitted again
+CORPUS_RELOAD = 600  # seconds: how stale the in-memory corpus and the growth check may be
 SCORE_BATCH_CHATS = 1_000  # chats whose models are loaded at once while scoring
 ROW_CACHE_PAPERS = 20_000  # recent papers whose tf-idf rows are kept (about 20 MB)
 
@@ -81,6 +83,8 @@ class _Corpus:
     papers: tuple[Paper, ...]
     rows: dict[str, int]
     matrix: sparse.csr_matrix
+    vocabulary: str  # the fingerprint its rows were made with
+    loaded_at: float
 
 
 class Ranker:
@@ -94,11 +98,14 @@ class Ranker:
         self._lock = asyncio.Lock()  # one fit or training at a time
         self._rows: _RowCache | None = None
         self._rows_lock = threading.Lock()
+        self._growth_checked_at = float("-inf")
 
     async def vocabulary(self) -> Vocabulary | None:
-        """The stored vocabulary, refitted when missing or older than REFIT_AFTER."""
+        """The stored vocabulary, refitted when missing, older than REFIT_AFTER, or fitted on
+        a store that has since doubled."""
         stored = await self._store.rankings.vocabulary()
-        if stored is None or self._now() - stored.fitted_at > REFIT_AFTER:
+        if (stored is None or self._now() - stored.fitted_at > REFIT_AFTER
+                or await self._outgrown(stored)):
             return await self.refit()
         if self._vocabulary is None or self._vocabulary.fingerprint != stored.fingerprint:
             loaded = await asyncio.to_thread(Vocabulary.load, stored.terms)
@@ -106,6 +113,19 @@ class Ranker:
                 return await self.refit()  # fitted with other settings: fit it with these
             self._vocabulary, self._corpus = loaded, None
         return self._vocabulary
+
+    async def _outgrown(self, stored: StoredVocabulary) -> bool:
+        """Whether the store has REFIT_GROWTH times the papers the vocabulary was fitted on.
+        A vocabulary fitted on a young store (the first day's few hundred papers) misses the
+        terms of every field that arrived since and weighs words by that day alone, which
+        /similar and new chats' models would otherwise live with for REFIT_AFTER. Counted at
+        most once per CORPUS_RELOAD, and not at all once the fit saw CORPUS_PAPERS."""
+        now = self._now()
+        if stored.papers >= CORPUS_PAPERS or now - self._growth_checked_at < CORPUS_RELOAD:
+            return False
+        self._growth_checked_at = now
+        return (await self._store.rankings.stored_papers(CORPUS_PAPERS)
+                >= REFIT_GROWTH * max(stored.papers, 1))
 
     async def refit(self) -> Vocabulary | None:
         """Fit the vocabulary on the stored corpus again (models retrain when next needed)."""
@@ -259,14 +279,46 @@ class Ranker:
         return [corpus.papers[row] for row, _ in await asyncio.to_thread(compute)]
 
     async def _corpus_with(self, vocabulary: Vocabulary, needed: frozenset[str]) -> _Corpus:
-        """The corpus as rows of `vocabulary`, reloaded if a labelled paper is not in it."""
-        corpus = self._corpus
-        if corpus is None or not needed.issubset(corpus.rows):
+        """The corpus as rows of `vocabulary`, reloaded if a labelled paper is not in it or it
+        is older than CORPUS_RELOAD (so /similar finds the papers of the latest poll); rows of
+        papers it already held are kept, only new ones are transformed."""
+        corpus, now = self._corpus, self._now()
+        if (corpus is None or corpus.vocabulary != vocabulary.fingerprint
+                or now - corpus.loaded_at >= CORPUS_RELOAD or not needed.issubset(corpus.rows)):
             papers = tuple(await self._store.rankings.corpus(CORPUS_PAPERS))
-            matrix = await asyncio.to_thread(vocabulary.transform, papers)
-            corpus = _Corpus(papers, {p.arxiv_id: i for i, p in enumerate(papers)}, matrix)
+            kept = corpus if corpus is not None and corpus.vocabulary == vocabulary.fingerprint \
+                else None
+            matrix = await asyncio.to_thread(_rows_reusing, vocabulary, papers, kept)
+            corpus = _Corpus(papers, {p.arxiv_id: i for i, p in enumerate(papers)}, matrix,
+                             vocabulary.fingerprint, now)
             self._corpus = corpus
         return corpus
+
+
+def _rows_reusing(vocabulary: Vocabulary, papers: Sequence[Paper],
+                  kept: _Corpus | None) -> sparse.csr_matrix:
+    """`papers` as rows of `vocabulary`, taking the rows of `kept` for the same versions."""
+    if kept is None:
+        return vocabulary.transform(papers)
+    old = [kept.rows.get(p.arxiv_id) for p in papers]
+    old = [i if i is not None and kept.papers[i].version == p.version else None
+           for i, p in zip(old, papers, strict=True)]
+    new = [p for p, i in zip(papers, old, strict=True) if i is None]
+    if not new:
+        return kept.matrix[old]
+    fresh = vocabulary.transform(new)
+    # Stack the old rows, then the new, and put them in the papers' order.
+    held = [i for i in old if i is not None]
+    stacked = sparse.vstack([kept.matrix[held], fresh], format="csr", dtype=np.float32)
+    order, next_old, next_new = [], 0, len(held)
+    for i in old:
+        if i is None:
+            order.append(next_new)
+            next_new += 1
+        else:
+            order.append(next_old)
+            next_old += 1
+    return stacked[order]
 
 
 def _picks(ordered: Sequence[Paper], candidates: dict[int, list[Paper]],

@@ -601,6 +601,9 @@ class RankingRepository(Protocol):
         """The papers to fit the vocabulary on and sample negatives from: the newest `limit`
         first-seen papers, plus every paper any chat saved or labelled."""
 
+    async def stored_papers(self, limit: int) -> int:
+        """How many papers are stored, counted up to `limit` (a cheap "has it grown?")."""
+
 
 class SavedRepository(Protocol):
     """Each chat's library of saved papers, and in a group who saved each."""

@@ -124,6 +124,10 @@ class RankingRepository:
             (limit,))
         return await asyncio.to_thread(_papers, rows)
 
+    async def stored_papers(self, limit: int) -> int:
+        return await self._db.fetchval(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM papers LIMIT ?) AS counted", (limit,))
+
 
 def _papers(rows: Sequence[Row]) -> list[Paper]:
     """Thousands of rows decoded (JSON authors and categories): in a worker thread, as 5,000
