@@ -201,6 +201,34 @@ async def test_similar_sees_later_polls_and_a_vocabulary_fitted_again_as_the_sto
         await store.close()
 
 
+async def test_a_reloaded_corpus_keeps_its_rows_and_adds_the_new_papers_rows(
+        papers: list[Paper], database_url: str) -> None:
+    """Below doubling the vocabulary stays; the corpus reloaded after CORPUS_RELOAD reuses the
+    rows it had and transforms only the new papers, with the neighbours a full transform
+    gives."""
+    now = [START]
+    store = await open_storage(database_url)
+    try:
+        await store.papers.upsert_many(papers[:60], now[0])
+        ranker = Ranker(store, lambda: now[0])
+        assert await ranker.similar(papers[0].arxiv_id, 5)
+        now[0] += 86_400
+        await store.papers.upsert_many(papers[60:], now[0])
+        now[0] += CORPUS_RELOAD
+        probe = papers[80]
+        listed = await ranker.similar(probe.arxiv_id, 5)
+        stored = await store.rankings.vocabulary()
+        assert stored.papers == 60, "not fitted again below doubling"
+        vocabulary = Vocabulary.load(stored.terms)
+        rows = {p.arxiv_id: i for i, p in enumerate(papers)}
+        expected = nearest(vocabulary.transform(papers), vocabulary.transform([probe]), 5,
+                           [rows[probe.arxiv_id]])
+        assert [p.arxiv_id for p in listed] == [papers[i].arxiv_id for i, _ in expected]
+        assert any(rows[p.arxiv_id] >= 60 for p in listed), "the new papers are in it"
+    finally:
+        await store.close()
+
+
 def test_the_settings_are_stored_with_the_vocabulary_and_change_its_fingerprint(
         papers: list[Paper]) -> None:
     plain = fit_vocabulary(papers, replace(FEATURES, authors=False))
