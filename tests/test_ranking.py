@@ -6,6 +6,7 @@ The corpus is the 100-record arXiv API sample in tests/fixtures (see its README)
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -225,6 +226,44 @@ async def test_a_reloaded_corpus_keeps_its_rows_and_adds_the_new_papers_rows(
                            [rows[probe.arxiv_id]])
         assert [p.arxiv_id for p in listed] == [papers[i].arxiv_id for i, _ in expected]
         assert any(rows[p.arxiv_id] >= 60 for p in listed), "the new papers are in it"
+    finally:
+        await store.close()
+
+
+async def test_a_for_you_round_reads_the_days_papers_once_not_once_per_chat(
+        papers: list[Paper], tmp_path: Path) -> None:
+    """Every chat's candidates are the same day's papers: a round keeps one copy of each, so
+    its memory grows with the chats by far less than a copy of the day per chat (each chat's
+    copy made a round for a thousand chats peak at a gigabyte in bench/evening.py)."""
+    store = await open_storage(tmp_path / "bot.sqlite3")
+    try:
+        await store.papers.upsert_many(papers, START)
+        chats = list(range(1, 41))
+        for chat in chats:
+            await store.chats.record(chat, "private", "Ada", "en", START)
+            for paper in papers[chat:chat + MIN_POSITIVES]:
+                await store.saved.save(chat, paper.arxiv_id, paper.version, START)
+        ranker = Ranker(store, lambda: START + 60)
+        for chat in chats:
+            assert await ranker.model(chat) is not None  # trained before the round
+
+        async def peak_of(work) -> tuple[int, object]:
+            tracemalloc.start()
+            try:
+                base = tracemalloc.get_traced_memory()[0]
+                result = await work
+                return tracemalloc.get_traced_memory()[1] - base, result
+            finally:
+                tracemalloc.stop()
+
+        day, read = await peak_of(store.papers.get_many([p.arxiv_id for p in papers]))
+        assert len(read) == len(papers)
+        few, picked = await peak_of(ranker.suggestions([(c, 5) for c in chats[:4]], START + 60))
+        many, picked_many = await peak_of(ranker.suggestions([(c, 5) for c in chats],
+                                                             START + 60))
+        assert len(picked) == 4 and len(picked_many) == len(chats)
+        per_chat = (many - few) / (len(chats) - 4)
+        assert per_chat < day / 2, (per_chat, day)
     finally:
         await store.close()
 

@@ -593,9 +593,9 @@ class RankingRepository(Protocol):
         """Turn For you on with `count` papers a day in forum topic `topic_id` (keeping when it
         was last sent), or off."""
 
-    async def unmatched_since(self, chat_id: int, since: float, limit: int) -> list[Paper]:
-        """Papers announced since `since` that the chat never got an alert for, nor saved
-        nor labelled: what its subscriptions missed."""
+    async def unmatched_ids_since(self, chat_id: int, since: float, limit: int) -> list[str]:
+        """The ids of papers announced since `since` that the chat never got an alert for,
+        nor saved nor labelled: what its subscriptions missed (newest first)."""
 
     async def corpus(self, limit: int) -> list[Paper]:
         """The papers to fit the vocabulary on and sample negatives from: the newest `limit`

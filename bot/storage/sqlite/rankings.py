@@ -96,19 +96,19 @@ class RankingRepository:
             "topic_id = excluded.topic_id",
             (chat_id, count, now, topic_id))
 
-    async def unmatched_since(self, chat_id: int, since: float, limit: int) -> list[Paper]:
+    async def unmatched_ids_since(self, chat_id: int, since: float, limit: int) -> list[str]:
         """Papers announced since `since` that the chat never got an alert for, nor saved
         nor labelled: what its subscriptions missed."""
         rows = await self._db.fetchall(
             """
-            SELECT * FROM papers WHERE first_seen_at >= ? AND from_feed = 1
+            SELECT arxiv_id FROM papers WHERE first_seen_at >= ? AND from_feed = 1
               AND arxiv_id NOT IN (SELECT arxiv_id FROM outbox WHERE chat_id = ?)
               AND arxiv_id NOT IN (SELECT arxiv_id FROM saved WHERE chat_id = ?)
               AND arxiv_id NOT IN (SELECT arxiv_id FROM feedback WHERE chat_id = ?)
             ORDER BY first_seen_at DESC, arxiv_id LIMIT ?
             """,
             (since, chat_id, chat_id, chat_id, limit))
-        return await asyncio.to_thread(_papers, rows)
+        return [row[0] for row in rows]
 
     async def corpus(self, limit: int) -> list[Paper]:
         """The papers to fit the vocabulary on and sample negatives from: the newest `limit`
