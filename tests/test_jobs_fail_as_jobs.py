@@ -1,8 +1,10 @@
 """A scheduled job's failure is logged as the job's, once, by its name, and a digest cut short
-is finished at the next check, not the next day."""
+is finished at the next check, not the next day; a job that outlasts its interval skips its
+turns without a warning for each, and many digests cut short are one line."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from datetime import datetime
@@ -10,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.jobs.routine import digest_job, tracked
+from bot.jobs.routine import REPEATING, digest_job, tracked
 from bot.storage.errors import DatabaseError
 from tests.conftest import Harness, make_paper
 from tests.fakes.telegram_server import SentMessage
@@ -90,3 +92,54 @@ async def test_a_digest_cut_short_by_telegram_is_finished_at_the_next_check(
     harness.clock.advance(30)
     assert await harness.send_due_digests() == 0, "once a day"
     assert len(harness.tg.messages(CHAT)) == sent
+
+
+async def test_a_job_outlasting_its_interval_skips_its_turns_without_a_warning_each(
+        harness: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    """An evening's drain runs for many minutes on a 2 s interval: APScheduler warned "skipped:
+    maximum number of running instances reached" at every turn (443 lines in 18 minutes of
+    bench/evening.py at 10,000 chats)."""
+    running, most, runs = 0, 0, 0
+    done = asyncio.Event()
+
+    async def slow_drain(services: object, context: object) -> None:
+        nonlocal running, most, runs
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.3)
+        running -= 1
+        runs += 1
+        if runs == 3:
+            done.set()
+
+    with caplog.at_level(logging.INFO):
+        job = harness.app.job_queue.run_repeating(
+            tracked(harness.services, slow_drain, one_at_a_time=True), interval=0.05, first=0,
+            name="slow-drain", job_kwargs=REPEATING)
+        try:
+            await asyncio.wait_for(done.wait(), 30)
+        finally:
+            job.schedule_removal()
+    assert most == 1, "never two at once"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], \
+        [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_many_digests_cut_short_are_one_log_line(
+        harness: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=SHANGHAI).timestamp())
+    chats = [CHAT + n for n in range(1, 4)]
+    for chat in chats:
+        await harness.ask(chat, "/follow cs.LG")
+        await harness.ask(chat, "/tz Asia/Shanghai")
+        await harness.ask(chat, "/digest 08:00")
+    harness.serve_feed([make_paper(n) for n in range(1, 41)])
+    await harness.poll()
+    for chat in chats:
+        harness.tg.fail_next("sendMessage", 502, chat_id=chat, after=1)
+    harness.clock.set(datetime(2026, 12, 2, 8, 0, 30, tzinfo=SHANGHAI).timestamp())
+    with caplog.at_level(logging.INFO):
+        await harness.send_due_digests()
+    lines = [r.getMessage() for r in caplog.records if "cut short" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("3 digest(s) cut short with ")

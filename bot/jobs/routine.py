@@ -26,12 +26,21 @@ JobCallback = Callable[[CallbackContext], Awaitable[None]]
 Job = Callable[[Services, CallbackContext], Awaitable[None]]
 
 
-def tracked(services: Services, job: Job) -> JobCallback:
+def tracked(services: Services, job: Job, *, one_at_a_time: bool = False) -> JobCallback:
     """The job as PTB's callback, with these services, and one that a stop can find and cancel
-    (see bot/runtime.py)."""
+    (see bot/runtime.py). `one_at_a_time` (the repeating jobs): a turn that comes while the
+    job still runs is skipped at once, as the running one does that work (an evening's drain
+    outlasts its 2 s interval for many minutes). Scheduled with room for that second instance
+    (`REPEATING`), APScheduler no longer warns at every turn skipped (hundreds an evening).
+    The poll's chain and its retries are not skipped: each is a poll that must happen."""
+    running = False
 
     @functools.wraps(job)
     async def run(context: CallbackContext) -> None:
+        nonlocal running
+        if running and one_at_a_time:
+            return
+        running = True
         task = asyncio.current_task()
         work = services.run.work
         if task is not None:
@@ -48,9 +57,14 @@ def tracked(services: Services, job: Job) -> JobCallback:
             if name is not None and services.run.failing_jobs.pop(name, None) is not None:
                 log.info("job %s runs again", name)
         finally:
+            running = False
             work.discard(task)  # type: ignore[arg-type]
 
     return run
+
+
+# APScheduler lets a job's next turn start while the last still runs; `tracked` ends it at once.
+REPEATING = {"max_instances": 2}
 
 
 async def community_job(services: Services, context: CallbackContext) -> None:

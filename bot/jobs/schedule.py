@@ -7,6 +7,8 @@ from telegram.ext import JobQueue
 from bot.core.constants import DAY, HOUR
 from bot.jobs.poll import schedule_polls
 from bot.jobs.routine import (
+    REPEATING,
+    Job,
     community_job,
     digest_job,
     drain_job,
@@ -32,22 +34,19 @@ ZOTERO_PUSH_INTERVAL = 60.0  # a paper saved reaches Zotero within a minute
 def schedule_jobs(jobs: JobQueue, services: Services) -> None:
     """Every recurring job of a running bot, each with these services."""
     schedule_polls(jobs, services, first=FIRST_POLL_DELAY)
-    jobs.run_repeating(tracked(services, drain_job), interval=DRAIN_INTERVAL,
-                       first=DRAIN_INTERVAL, name="drain")
-    jobs.run_repeating(tracked(services, digest_job), interval=DIGEST_CHECK_INTERVAL,
-                       first=DIGEST_CHECK_INTERVAL, name="digests")
-    jobs.run_repeating(tracked(services, prune_job), interval=DAY, first=FIRST_UPKEEP_DELAY,
-                       name="prune")
-    jobs.run_repeating(tracked(services, for_you_job), interval=DIGEST_CHECK_INTERVAL,
-                       first=DIGEST_CHECK_INTERVAL, name="for-you")
-    jobs.run_repeating(tracked(services, telegram_heartbeat_job),
-                       interval=TELEGRAM_HEARTBEAT_INTERVAL, first=1.0, name="telegram-heartbeat")
+
+    def every(job: Job, interval: float, first: float, name: str) -> None:
+        jobs.run_repeating(tracked(services, job, one_at_a_time=True), interval=interval,
+                           first=first, name=name, job_kwargs=REPEATING)
+
+    every(drain_job, DRAIN_INTERVAL, DRAIN_INTERVAL, "drain")
+    every(digest_job, DIGEST_CHECK_INTERVAL, DIGEST_CHECK_INTERVAL, "digests")
+    every(prune_job, DAY, FIRST_UPKEEP_DELAY, "prune")
+    every(for_you_job, DIGEST_CHECK_INTERVAL, DIGEST_CHECK_INTERVAL, "for-you")
+    every(telegram_heartbeat_job, TELEGRAM_HEARTBEAT_INTERVAL, 1.0, "telegram-heartbeat")
     if services.features.trending:
-        jobs.run_repeating(tracked(services, community_job),
-                           interval=services.settings.hf_poll_interval_seconds,
-                           first=HF_FIRST_POLL_DELAY, name="huggingface")
+        every(community_job, services.settings.hf_poll_interval_seconds, HF_FIRST_POLL_DELAY,
+              "huggingface")
     if services.features.zotero:
-        jobs.run_repeating(tracked(services, zotero_pull_job), interval=HOUR,
-                           first=ZOTERO_FIRST_PULL_DELAY, name="zotero-pull")
-        jobs.run_repeating(tracked(services, zotero_push_job), interval=ZOTERO_PUSH_INTERVAL,
-                           first=ZOTERO_PUSH_INTERVAL, name="zotero-push")
+        every(zotero_pull_job, HOUR, ZOTERO_FIRST_PULL_DELAY, "zotero-pull")
+        every(zotero_push_job, ZOTERO_PUSH_INTERVAL, ZOTERO_PUSH_INTERVAL, "zotero-push")

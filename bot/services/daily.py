@@ -32,14 +32,19 @@ async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
         return 0
     report = await sender.send_daily_digests(list(owed))
     sent = 0
+    cut_short: dict[int, int] = {}  # chat → its alerts left
     for chat_id, rows in owed.items():
         left = rows & {row.id for row in await storage.outbox.pending_for_chat(chat_id)}
         if left:
-            log.info("the digest to chat %s was cut short with %d alert(s) left; the next "
-                     "check sends them", chat_id, len(left))
+            cut_short[chat_id] = len(left)
             continue
         sent += chat_id in report.digest_chats
         await storage.chats.mark_digest_sent(chat_id, now)
+    if cut_short:
+        # One line, not one per chat: an evening's held or slowed digests are thousands.
+        log.info("%d digest(s) cut short with %d alert(s) left (chat %s first); the next "
+                 "check sends them", len(cut_short), sum(cut_short.values()),
+                 next(iter(cut_short)))
     if report.digests:
         log.info("digests: %d chat(s), %d message(s) of %d alert(s)", sent, report.digests,
                  report.sent)
