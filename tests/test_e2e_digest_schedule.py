@@ -13,6 +13,7 @@ import pytest
 
 import bot.jobs.schedule
 from bot.core.clock import ManualClock
+from bot.jobs.routine import digest_job
 from tests.conftest import (
     SHANGHAI,
     Harness,
@@ -96,3 +97,32 @@ async def test_a_berlin_digest_comes_at_0800_local_on_both_sides_of_the_october_
     digest = await harness.tg.wait_for_message(CHAT, contains="part 2")
     assert "part 1" not in digest.text, "each paper in one digest"
     assert await harness.send_due_digests() == 0, "once a day"
+
+
+async def test_a_digest_waits_for_a_poll_that_is_still_storing_its_alerts(
+        harness: Harness) -> None:
+    """At the chat's hour a poll is still storing (a minute at 10,000 chats): the check then
+    would send what is stored so far and mark the day done, and the rest would wait a day."""
+    await digest_at_eight_in_shanghai(harness, CHAT)
+    harness.serve_feed([make_paper(n) for n in (1, 2, 3)])
+    await harness.poll()
+    before = len(harness.tg.messages(CHAT))
+    marked = (await harness.services.storage.chats.get(CHAT)).last_digest_at
+    harness.clock.set(datetime(2026, 12, 2, 8, 0, 30, tzinfo=SHANGHAI).timestamp())
+    pipeline = harness.services.pipeline
+    pipeline.storing_since = harness.clock.now() - 5  # the next poll is mid-store
+    try:
+        await digest_job(harness.services, None)
+    finally:
+        pipeline.storing_since = None
+    assert len(harness.tg.messages(CHAT)) == before, "no digest while a poll is storing"
+    chat = await harness.services.storage.chats.get(CHAT)
+    assert chat.last_digest_at == marked, "the day is not marked done"
+
+    harness.clock.advance(30)  # the next check, the poll stored
+    await digest_job(harness.services, None)
+    await harness.settle()
+    text = "\n".join(m.text for m in harness.tg.messages(CHAT)[before:])
+    assert all(f"long-context models, part {n}" in text for n in (1, 2, 3)), text
+    assert (await harness.services.storage.chats.get(CHAT)).last_digest_at == \
+        harness.clock.now()

@@ -9,6 +9,7 @@ from bot.core.constants import DAY
 from bot.core.models import Alert, AlertKind
 from bot.delivery.pacing import PRIVATE_CHAT_INTERVAL, Pacer
 from bot.delivery.sender import RETRY_BACKOFF_BASE, Sender
+from bot.jobs.routine import for_you_job
 from bot.services.daily import queue_for_you
 from tests.conftest import Harness, InstantTime
 from tests.fakes.telegram_server import DEFAULT_GROUP_USER_ID, SentMessage
@@ -228,3 +229,19 @@ async def test_for_you_goes_to_the_forum_topic_it_was_turned_on_in_and_to_genera
 
     [general] = [m for m in harness.tg.messages_in(FORUM, None) if is_for_you(m.text)]
     assert len(suggested(general.text)) == 3
+
+
+async def test_no_round_while_a_poll_is_storing_its_alerts(harness: Harness) -> None:
+    """Mid-store, the poll's papers are stored and their alerts not all yet: a round then
+    would suggest papers that arrive as the chat's alerts a moment later."""
+    services = harness.services
+    await seed_for_you(services.storage, [CHAT], harness.clock.now())
+    services.pipeline.storing_since = harness.clock.now() - 5
+    try:
+        await for_you_job(services, None)
+    finally:
+        services.pipeline.storing_since = None
+    assert await services.storage.for_you_outbox.of_chat(CHAT) == [], "nothing queued"
+    await for_you_job(services, None)  # the next check, the poll stored
+    await harness.settle()
+    assert len(for_you_in(harness, CHAT)) == 1
