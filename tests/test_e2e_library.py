@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import datetime
 
 import bibtexparser
+import pytest
 
+import bot.delivery.sender
 from tests.conftest import SHANGHAI, Harness, digest_at_eight_in_shanghai, make_paper
 
 CHAT = 7001
@@ -227,6 +230,43 @@ async def test_a_daily_digest_of_one_paper_says_so_in_the_singular(harness: Harn
     assert await harness.send_due_digests() == 1
     digest = await harness.tg.wait_for_message(CHAT, contains="part 1")
     assert "1 new match" in digest.text and "1 new matches" not in digest.text
+
+
+async def test_digests_due_during_a_long_drain_go_out_in_it_not_after_it(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An evening's drain to the instant chats lasts half an hour; the digest-mode chats whose
+    hour comes meanwhile waited for its end (34-39 minutes after the rebuild at 10,000 chats).
+    The drain's workers take a due digest before their next chat."""
+    monkeypatch.setattr(bot.delivery.sender, "WORKERS", 2)
+    harness.services.sender.window = 1  # two workers for six chats: the drain takes turns
+    digest_chat, instant = 7120, list(range(7121, 7127))
+    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=SHANGHAI).timestamp())
+    await harness.ask(digest_chat, "/follow cs.LG")
+    await harness.ask(digest_chat, "/tz Asia/Shanghai")
+    await harness.ask(digest_chat, "/digest 08:00")
+    for chat_id in instant:
+        await harness.ask(chat_id, "/follow cs.LG")
+    harness.clock.set(datetime(2026, 12, 2, 8, 0, 30, tzinfo=SHANGHAI).timestamp())
+    harness.serve_feed([make_paper(n) for n in range(1, 4)])
+    await harness.services.pipeline.poll()  # stored; the drain below sends them
+    harness.tg.set_round_trip("sendMessage", 0.3)
+    before = {c: len(harness.tg.messages(c)) for c in [digest_chat, *instant]}
+
+    def alerts_to(chat_id: int) -> int:
+        return len(harness.tg.messages(chat_id)) - before[chat_id]
+
+    drain = asyncio.create_task(harness.services.sender.drain())
+    await harness.tg.wait_for(lambda: any(alerts_to(c) for c in instant),
+                              what="the drain's first alert")
+    digests = asyncio.create_task(harness.send_due_digests())
+    digest = await harness.tg.wait_for_message(digest_chat, contains="part 3")
+    waiting = [c for c in instant if alerts_to(c) < 3]
+    assert waiting, "the digest went in the drain, before its last chats"
+    assert "part 1" in digest.text
+    await drain
+    assert await digests == 1
+    assert all(alerts_to(c) == 3 for c in instant)
+    assert alerts_to(digest_chat) == 1, "one digest, once"
 
 
 async def test_many_chats_digests_at_the_same_hour_go_out_together_not_one_after_another(
