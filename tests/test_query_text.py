@@ -97,3 +97,19 @@ def test_author_names_match_like_a_reader_expects(query: str, author: str, expec
     wanted, listed = split_name(query), split_name(author)
     assert wanted is not None and listed is not None
     assert wanted.matches(listed) is expected
+
+
+_PLAIN_WORDS = st.sampled_from(["a", "e", "ei", "eiko", "yoneki", "van", "der", "de", "la",
+                                "jr", "ii", "iii", "Jan", "BERG", "Smith", "Al", "st"])
+
+
+@given(st.lists(_PLAIN_WORDS, min_size=1, max_size=6),
+       st.lists(st.sampled_from([" ", "  ", " "]), min_size=6, max_size=6),
+       st.sampled_from(["", " "]))
+def test_plain_names_split_as_the_general_path_splits_them(
+        words: list[str], gaps: list[str], edge: str) -> None:
+    # ASCII letters and spaces take a short path in split_name; it must agree with the long one.
+    from bot.query.text import _split_any
+
+    name = edge + "".join(word + gap for word, gap in zip(words, gaps, strict=False)) + edge
+    assert split_name(name) == _split_any(name)

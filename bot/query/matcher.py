@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import gc
 from bisect import bisect_left
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from itertools import pairwise
+from functools import lru_cache
+from itertools import chain, pairwise, repeat
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,11 +56,6 @@ def _pairs(tokens: list[str]) -> frozenset[str]:
     return frozenset(map(" ".join, pairwise(tokens)))
 
 
-def _pairs_from(tokens: list[str], starts: AbstractSet[str]) -> set[str]:
-    """The adjacent word pairs whose first word is one of `starts`."""
-    return {f"{first} {second}" for first, second in pairwise(tokens) if first in starts}
-
-
 class PaperFeatures:
     """A paper's normalised words, authors and categories, computed once per paper."""
 
@@ -69,12 +64,23 @@ class PaperFeatures:
                  "word_set")
 
     def __init__(self, paper: Paper) -> None:
-        self.title = words(paper.title)
-        self.abstract = words(paper.abstract)
+        self._fill(paper, words(paper.title), words(paper.abstract), split_name)
+
+    @classmethod
+    def from_words(cls, paper: Paper, title: list[str], abstract: list[str]) -> PaperFeatures:
+        """The features of a paper whose title and abstract words are already known."""
+        features = cls.__new__(cls)
+        features._fill(paper, title, abstract, _person)
+        return features
+
+    def _fill(self, paper: Paper, title: list[str], abstract: list[str],
+              split: Callable[[str], PersonName | None]) -> None:
+        self.title = title
+        self.abstract = abstract
         self.title_set = frozenset(self.title)
         self.abstract_set = frozenset(self.abstract)
         self.word_set = self.title_set | self.abstract_set
-        self.authors = tuple(n for n in map(split_name, paper.authors) if n is not None)
+        self.authors = tuple(n for n in map(split, paper.authors) if n is not None)
         self.author_keys = frozenset(name.key for name in self.authors)
         self.name_keys = _name_keys(self.authors)
         listed = [listed_in(c) for c in paper.categories]
@@ -282,8 +288,7 @@ def _decidable(node: Node) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
+class _Plan(NamedTuple):
     """How the index decides one subscription: by its keys alone, or by checks after them."""
 
     chat_id: int
@@ -333,22 +338,49 @@ def _plan(chat_id: int, node: Node) -> _Plan:
     return _Plan(chat_id, node, anchors(node), decided=False)
 
 
-_NOTHING: frozenset[str] = frozenset()
-# Past this many distinct words, the cache of their prefixes starts afresh.
-_MAX_WORDS_SEEN = 200_000
+def _checked_plan(sub_id: int, chat_id: int, node: Node) -> _Plan:
+    # The commonest shapes first, planned directly: what `_plan` would make of them.
+    kind = type(node)
+    if kind is Text:
+        text_words = node.words
+        if len(text_words) == 1:
+            word = text_words[0]
+            if not node.prefix:
+                return _Plan(chat_id, node, frozenset({(_WORD_KIND[node.field], word)}))
+            if len(word) >= MIN_PREFIX_LENGTH:
+                return _Plan(chat_id, node, frozenset({(_PREFIX_KIND[node.field], word)}))
+        elif len(text_words) == 2 and not node.prefix:
+            return _Plan(chat_id, node, frozenset(
+                {(_PAIR_KIND[node.field], f"{text_words[0]} {text_words[1]}")}))
+    elif kind is Author:
+        keys = _author_keys(node.name)
+        if keys:
+            return _Plan(chat_id, node, keys)
+    elif kind is Category:
+        return _Plan(chat_id, node, frozenset({("c", node.name)}))
+    elif kind is Archive:
+        return _Plan(chat_id, node, frozenset({("a", node.name)}))
+    if not is_anchored(node):
+        raise ValueError(f"subscription {sub_id} has no positive term to index")
+    plan = _plan(chat_id, node)
+    if any(kind[0] == "p" and len(value) < MIN_PREFIX_LENGTH
+           for kind, value in plan.looked_at()):
+        raise ValueError(f"subscription {sub_id} has a prefix shorter than "
+                         f"{MIN_PREFIX_LENGTH} letters")
+    return plan
 
 
-def _has_any(keys: Iterable[AnchorKey], paper_keys: dict[str, Collection[str]]) -> bool:
-    return any(value in paper_keys[kind] for kind, value in keys)
+# --- the compiled index --------------------------------------------------------------------
 
-
-def _csr(rows: list[int], size: int, *columns: list[int]) -> tuple[np.ndarray, ...]:
-    """Row pointers of length `size + 1` and each column sorted by row (stable)."""
-    row_array = np.asarray(rows, dtype=np.int64)
-    order = np.argsort(row_array, kind="stable")
-    pointers = np.zeros(size + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row_array, minlength=size), out=pointers[1:])
-    return (pointers, *(np.asarray(column, dtype=np.int64)[order] for column in columns))
+# Which of a word's three tables a text kind uses: anywhere, the title, the abstract.
+_FIELD_OF = {"w": 0, "t": 1, "b": 2, "w2": 0, "t2": 1, "b2": 2, "pw": 0, "pt": 1, "pb": 2}
+_PAIR_SHIFT = 32
+# Past this many words known to have no key and no registered prefix, that memory starts afresh.
+_MAX_BORING_WORDS = 500_000
+# Past this many author names remembered with their keys, that memory starts afresh.
+_MAX_REMEMBERED_NAMES = 100_000
+# Past this many removed subscriptions (and a quarter of them all), the index is rebuilt.
+_MAX_DEAD = 2_000
 
 
 def _expand(pointers: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -363,94 +395,448 @@ def _expand(pointers: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     return owner, positions
 
 
-class _Compiled:
-    """The index as arrays, compiled from the plans when a batch needs it after a change.
+def _csr(rows: list[int] | np.ndarray, size: int,
+         *columns: list[int] | np.ndarray) -> tuple[np.ndarray, ...]:
+    """Row pointers of length `size + 1` and each column sorted by row (stable)."""
+    row_array = np.asarray(rows, dtype=np.int64)
+    order = np.argsort(row_array, kind="stable")
+    pointers = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_array, minlength=size), out=pointers[1:])
+    return (pointers, *(np.asarray(column, dtype=np.int64)[order] for column in columns))
 
-    Every key a plan is filed under or pairs with gets an integer id. Subscriptions decided by
-    one key are rows of a key -> subscription table, and those decided by two keys rows of a
-    key -> (second key, subscription) table: a batch's matches among them are a few array
-    operations over the keys its papers carry, with no Python work per match. Only candidates
-    that need checking are looked at one by one. Subscriptions are numbered by id order (their
-    rank), chats by chat id order.
+
+def _ragged(groups: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """Row pointers and the concatenated values of a list of tuples."""
+    lengths = np.fromiter(map(len, groups), dtype=np.int64, count=len(groups))
+    pointers = np.zeros(len(groups) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=pointers[1:])
+    values = np.fromiter(chain.from_iterable(groups), dtype=np.int64, count=int(pointers[-1]))
+    return pointers, values
+
+
+def _unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted."""
+    values = np.sort(values)
+    if len(values) > 1:
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
+
+
+def _carries(carried: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Which of `wanted` are in the sorted array `carried`."""
+    if not len(carried):
+        return np.zeros(len(wanted), dtype=bool)
+    where = np.searchsorted(carried, wanted)
+    where[where == len(carried)] = 0
+    return carried[where] == wanted
+
+
+def _any_per(owner: np.ndarray, hit: np.ndarray, size: int) -> np.ndarray:
+    """For each of `size` items, whether any of its rows (`owner`) hit."""
+    found = np.zeros(size, dtype=bool)
+    found[owner[hit]] = True
+    return found
+
+
+@lru_cache(maxsize=32_768)
+def _person(name: str) -> PersonName | None:
+    """`split_name`, remembered: the same authors come back poll after poll."""
+    return split_name(name)
+
+
+class _Words(NamedTuple):
+    """The known words' tables as numpy arrays."""
+
+    keys: np.ndarray  # (3, words): the key of each word anywhere / in the title / abstract
+    pair_start: np.ndarray  # per word: whether a word pair key starts with it
+    prefix_pointers: np.ndarray  # per word: its registered prefixes, rows of prefix_ids
+    prefix_ids: np.ndarray
+
+
+class _Arrays(NamedTuple):
+    """A snapshot of the compiled index as numpy arrays, for one batch (or more, unchanged)."""
+
+    key_count: int
+    prefix_keys: np.ndarray  # (3, prefixes): the key of each prefix anywhere / title / abstract
+    pair_codes: tuple[np.ndarray, np.ndarray, np.ndarray]  # per field: sorted word-pair codes
+    pair_keys: tuple[np.ndarray, np.ndarray, np.ndarray]  # and their keys
+    decided_pointers: np.ndarray  # key -> subscriptions it decides alone
+    decided_ranks: np.ndarray
+    paired_pointers: np.ndarray  # key -> (second key, subscription) it decides with another
+    paired_seconds: np.ndarray
+    paired_ranks: np.ndarray
+    checked_pointers: np.ndarray  # key -> checked plans (their index among checked plans)
+    checked_plans: np.ndarray
+    checked_ranks: np.ndarray  # per checked plan: its subscription's rank
+    checked_decided: np.ndarray  # per checked plan: whether its keys decide it
+    second_pointers: np.ndarray  # per checked plan: keys of which a match has one
+    second_keys: np.ndarray
+    exclude_pointers: np.ndarray  # per checked plan: keys of which a match has none
+    exclude_keys: np.ndarray
+    sure_pointers: np.ndarray  # per checked plan: keys any of which makes it a match
+    sure_keys: np.ndarray
+    alive: np.ndarray | None  # per rank, if some subscriptions were removed since the build
+    sub_ids: np.ndarray  # per rank
+    chat_rank: np.ndarray  # per rank: its chat, an index into chats
+    chats: np.ndarray
+    rank_of: dict[int, int]
+
+
+class _Compiled:
+    """The index compiled into integer key ids, tables of rows and arrays.
+
+    Every key a plan looks at gets an integer id. Subscriptions decided by one key are rows of
+    a key -> subscription table, those decided by two keys rows of a key -> (second key,
+    subscription) table, and the rest rows of a key -> checked plan table, with the checked
+    plans' second, excluded and sure keys beside: a batch's matches are array operations over
+    the (paper, key) pairs its papers carry, and only the few checked candidates that keys
+    cannot decide are evaluated one by one. Subscriptions are numbered in id order (their rank).
+
+    The words of the title and abstract are numbered too (those some key or registered prefix
+    needs), each with its keys, so a batch's text is one array of word numbers. The index only
+    grows: a subscription added with a higher id than any is appended, a removed one is marked
+    dead; anything else (an id reused, many dead) makes the matcher compile afresh.
     """
 
-    def __init__(self, plans: dict[int, _Plan]) -> None:
-        sub_ids = sorted(plans)
-        key_ids: dict[AnchorKey, int] = {}
-        checked: dict[AnchorKey, set[int]] = {}
-        decided_keys: list[int] = []
-        decided_ranks: list[int] = []
-        paired_keys: list[int] = []
-        paired_seconds: list[int] = []
-        paired_ranks: list[int] = []
-        pair_starts: set[str] = set()
-        prefix_first: dict[str, set[str]] = {}
-        chats: list[int] = []
-        for rank, sub_id in enumerate(sub_ids):
-            plan = plans[sub_id]
-            chats.append(plan.chat_id)
-            if not plan.decided or plan.exclude:
+    def __init__(self) -> None:
+        self.key_ids: dict[AnchorKey, int] = {}
+        # Keys a paper's categories and authors are looked up in, by kind: c, a, u, u1, uf, ua.
+        self.by_kind: dict[str, dict[str, int]] = {
+            kind: {} for kind in ("c", "a", "u", "u1", "uf", "ua")}
+        self.vocabulary: dict[str, int] = {}
+        self.word_keys: tuple[list[int], list[int], list[int]] = ([], [], [])
+        self.pair_start: list[bool] = []
+        self.word_prefixes: list[tuple[int, ...]] = []
+        self.boring: set[str] = set()  # words with neither keys nor registered prefixes
+        self.prefix_ids: dict[str, int] = {}
+        self.prefix_first: dict[str, list[tuple[str, int]]] = {}
+        self.prefix_keys: tuple[list[int], list[int], list[int]] = ([], [], [])
+        self.prefixes_changed = False
+        self.pair_keys: tuple[dict[int, int], dict[int, int], dict[int, int]] = ({}, {}, {})
+        self.decided_keys: list[int] = []
+        self.decided_ranks: list[int] = []
+        self.paired_keys: list[int] = []
+        self.paired_seconds: list[int] = []
+        self.paired_ranks: list[int] = []
+        self.checked_keys: list[int] = []
+        self.checked_plans: list[int] = []
+        self.checked_ranks: list[int] = []
+        self.checked_nodes: list[Node] = []
+        self.checked_decided: list[bool] = []
+        self.second: list[tuple[int, ...]] = []
+        self.exclude: list[tuple[int, ...]] = []
+        self.sure: list[tuple[int, ...]] = []
+        self.sub_ids: list[int] = []
+        self.rank_of: dict[int, int] = {}
+        self.chat_index: dict[int, int] = {}
+        self.chats: list[int] = []
+        self.chat_rank: list[int] = []
+        self.dead: set[int] = set()
+        self.last_id: int | None = None
+        # What a paper's author name or category carries: key ids, by the text as written.
+        self.author_keys: dict[str, tuple[int, ...]] = {}
+        self.category_keys: dict[str, tuple[int, ...]] = {}
+        self._arrays: _Arrays | None = None
+        self._words: _Words | None = None
+
+    # -- building ---------------------------------------------------------------------------
+
+    def extend(self, plans: Iterable[tuple[int, _Plan]]) -> None:
+        """Append plans, in increasing id order, every id above those already here."""
+        key_ids = self.key_ids
+        new_key = self._new_key
+        sub_ids = self.sub_ids
+        rank_of = self.rank_of
+        chat_index = self.chat_index
+        chat_rank = self.chat_rank
+        decided_keys, decided_ranks = self.decided_keys, self.decided_ranks
+        for sub_id, plan in plans:
+            rank = len(sub_ids)
+            sub_ids.append(sub_id)
+            rank_of[sub_id] = rank
+            chat = chat_index.get(plan.chat_id)
+            if chat is None:
+                chat = chat_index[plan.chat_id] = len(self.chats)
+                self.chats.append(plan.chat_id)
+            chat_rank.append(chat)
+            if plan.decided and not plan.exclude and not plan.second:
                 for key in plan.first:
-                    found = checked.get(key)
-                    if found is None:
-                        checked[key] = {sub_id}
-                    else:
-                        found.add(sub_id)
-            elif plan.second:
-                for key in plan.first:
-                    first = key_ids.setdefault(key, len(key_ids))
-                    for second in plan.second:
-                        paired_keys.append(first)
-                        paired_seconds.append(key_ids.setdefault(second, len(key_ids)))
-                        paired_ranks.append(rank)
-            else:
-                for key in plan.first:
-                    decided_keys.append(key_ids.setdefault(key, len(key_ids)))
+                    key_id = key_ids.get(key)
+                    decided_keys.append(new_key(key) if key_id is None else key_id)
                     decided_ranks.append(rank)
-            for kind, value in plan.looked_at():
-                if kind in _PAIR_KINDS:
-                    pair_starts.add(value.partition(" ")[0])
-                elif kind[0] == "p":
-                    prefix_first.setdefault(value[:MIN_PREFIX_LENGTH], set()).add(value)
-        self.key_count = len(key_ids)
-        self.keys: dict[str, dict[str, int]] = {}
-        for (kind, value), key_id in key_ids.items():
-            self.keys.setdefault(kind, {})[value] = key_id
-        self.checked: dict[str, dict[str, frozenset[int]]] = {}
-        for (kind, value), ids in checked.items():
-            self.checked.setdefault(kind, {})[value] = frozenset(ids)
-        self.decided_pointers, self.decided_ranks = _csr(
-            decided_keys, self.key_count, decided_ranks)
-        self.paired_pointers, self.paired_seconds, self.paired_ranks = _csr(
-            paired_keys, self.key_count, paired_seconds, paired_ranks)
-        self.rank_of = dict(zip(sub_ids, range(len(sub_ids)), strict=True))
-        self.sub_ids = np.asarray(sub_ids, dtype=np.int64)
-        chat_of_rank = np.asarray(chats, dtype=np.int64)
-        self.chats, self.chat_rank = np.unique(chat_of_rank, return_inverse=True)
-        self.chat_rank = self.chat_rank.astype(np.int64, copy=False)
-        self.pair_starts = frozenset(pair_starts)
-        self.prefix_first = {head: tuple(group) for head, group in prefix_first.items()}
-        # The registered prefixes of every word seen by this compiled index (only words that
-        # have some), and every word looked at: the vocabulary of a poll is mostly the last one's.
-        self.prefixes_of: dict[str, tuple[str, ...]] = {}
-        self.words_seen: set[str] = set()
+                continue
+            ids = [key_ids.get(key) for key in plan.first]
+            first = [new_key(key) if key_id is None else key_id
+                     for key, key_id in zip(plan.first, ids, strict=True)]
+            if plan.decided and not plan.exclude:
+                seconds = [self.key(key) for key in plan.second]
+                for key_id in first:
+                    for second in seconds:
+                        self.paired_keys.append(key_id)
+                        self.paired_seconds.append(second)
+                        self.paired_ranks.append(rank)
+                continue
+            checked = len(self.checked_ranks)
+            self.checked_ranks.append(rank)
+            self.checked_nodes.append(plan.node)
+            self.checked_decided.append(plan.decided)
+            self.second.append(tuple(map(self.key, plan.second)))
+            self.exclude.append(tuple(map(self.key, plan.exclude)))
+            self.sure.append(tuple(map(self.key, plan.sure)))
+            for key_id in first:
+                self.checked_keys.append(key_id)
+                self.checked_plans.append(checked)
+        if sub_ids:
+            self.last_id = sub_ids[-1]
+        self._arrays = self._words = None
+
+    def remove(self, sub_id: int) -> None:
+        self.dead.add(self.rank_of.pop(sub_id))
+        self._arrays = None
+
+    def key(self, key: AnchorKey) -> int:
+        key_id = self.key_ids.get(key)
+        return self._new_key(key) if key_id is None else key_id
+
+    def _new_key(self, key: AnchorKey) -> int:
+        key_id = self.key_ids[key] = len(self.key_ids)
+        self._arrays = self._words = None
+        kind, value = key
+        field = _FIELD_OF.get(kind)
+        if field is None:
+            self.by_kind[kind][value] = key_id
+            # Papers' names and categories were looked up without this key: look again.
+            if kind[0] == "u":
+                self.author_keys.clear()
+            else:
+                self.category_keys.clear()
+        elif kind[0] == "p":
+            prefix = self.prefix_ids.get(value)
+            if prefix is None:
+                prefix = self.prefix_ids[value] = len(self.prefix_ids)
+                self.prefix_first.setdefault(value[:MIN_PREFIX_LENGTH], []).append(
+                    (value, prefix))
+                for table in self.prefix_keys:
+                    table.append(-1)
+                self.prefixes_changed = True
+            self.prefix_keys[field][prefix] = key_id
+        elif len(kind) == 2:
+            first, _, second = value.partition(" ")
+            start = self._word(first)
+            self.pair_start[start] = True
+            self.pair_keys[field][start << _PAIR_SHIFT | self._word(second)] = key_id
+        else:
+            self.word_keys[field][self._word(value)] = key_id
+        return key_id
+
+    def _word(self, word: str) -> int:
+        word_id = self.vocabulary.get(word)
+        if word_id is None:
+            word_id = self.vocabulary[word] = len(self.word_prefixes)
+            for table in self.word_keys:
+                table.append(-1)
+            self.pair_start.append(False)
+            self.word_prefixes.append(self._prefixes_of(word))
+            self.boring.discard(word)
+            self._words = None
+        return word_id
+
+    def _prefixes_of(self, word: str) -> tuple[int, ...]:
+        group = self.prefix_first.get(word[:MIN_PREFIX_LENGTH], ())
+        return tuple(prefix for text, prefix in group if word.startswith(text))
+
+    # -- arrays for a batch -----------------------------------------------------------------
+
+    def arrays(self) -> _Arrays:
+        found = self._arrays
+        if found is None:
+            found = self._arrays = self._make_arrays()
+        return found
+
+    def words(self) -> _Words:
+        if self.prefixes_changed:
+            # A prefix registered since: every known word's prefixes, and the boring, again.
+            self.word_prefixes = [self._prefixes_of(word) for word in self.vocabulary]
+            self.boring.clear()
+            self.prefixes_changed = False
+            self._words = None
+        found = self._words
+        if found is None:
+            found = self._words = _Words(
+                np.asarray(self.word_keys, dtype=np.int64).reshape(3, -1),
+                np.asarray(self.pair_start, dtype=bool), *_ragged(self.word_prefixes))
+        return found
+
+    def _make_arrays(self) -> _Arrays:
+        key_count = len(self.key_ids)
+        checked_count = len(self.checked_ranks)
+        codes, keys = [], []
+        for table in self.pair_keys:
+            code = np.fromiter(table.keys(), dtype=np.int64, count=len(table))
+            order = np.argsort(code)
+            codes.append(code[order])
+            keys.append(np.fromiter(table.values(), dtype=np.int64, count=len(table))[order])
+        alive = None
+        if self.dead:
+            alive = np.ones(len(self.sub_ids), dtype=bool)
+            alive[list(self.dead)] = False
+        chats = np.asarray(self.chats, dtype=np.int64)
+        return _Arrays(
+            key_count,
+            np.asarray(self.prefix_keys, dtype=np.int64).reshape(3, -1),
+            (codes[0], codes[1], codes[2]), (keys[0], keys[1], keys[2]),
+            *_csr(self.decided_keys, key_count, self.decided_ranks),
+            *_csr(self.paired_keys, key_count, self.paired_seconds, self.paired_ranks),
+            *_csr(self.checked_keys, key_count, self.checked_plans),
+            np.asarray(self.checked_ranks, dtype=np.int64).reshape(checked_count),
+            np.asarray(self.checked_decided, dtype=bool).reshape(checked_count),
+            *_ragged(self.second), *_ragged(self.exclude), *_ragged(self.sure),
+            alive, np.asarray(self.sub_ids, dtype=np.int64), np.asarray(self.chat_rank,
+                                                                        dtype=np.int64),
+            chats, dict(self.rank_of))
+
+    # -- what a batch's papers carry --------------------------------------------------------
+
+    def _author(self, name: str) -> tuple[int, ...]:
+        person = _person(name)
+        if person is None:
+            found: tuple[int, ...] = ()
+        else:
+            by_kind = self.by_kind
+            key = person.key
+            wanted = [("u", key)]
+            for part in person.leading():
+                wanted.append(("u1", f"{part.text[0]} {key}"))
+                wanted.append(("ua" if part.abbreviated else "uf", f"{part.text} {key}"))
+            ids = [by_kind[kind].get(value) for kind, value in wanted]
+            found = tuple(key_id for key_id in ids if key_id is not None)
+        if len(self.author_keys) >= _MAX_REMEMBERED_NAMES:
+            self.author_keys.clear()
+        self.author_keys[name] = found
+        return found
+
+    def _category(self, category: str) -> tuple[int, ...]:
+        listed, archive = listed_in(category)
+        ids = (self.by_kind["c"].get(listed), self.by_kind["a"].get(archive))
+        found = self.category_keys[category] = tuple(i for i in ids if i is not None)
+        return found
+
+    def carried(self, arrays: _Arrays, papers: Sequence[Paper]
+                ) -> tuple[np.ndarray, list[list[str]]]:
+        """The sorted codes `paper * key_count + key` of every key the papers carry, and each
+        paper's title and abstract words (title, abstract, title, ...)."""
+        texts: list[list[str]] = []
+        tokens: list[str] = []
+        lengths: list[int] = []
+        other_keys: list[int] = []
+        other_counts: list[int] = []
+        author_keys, category_keys = self.author_keys, self.category_keys
+        for paper in papers:
+            title = words(paper.title)
+            abstract = words(paper.abstract)
+            texts.append(title)
+            texts.append(abstract)
+            tokens += title
+            tokens += abstract
+            lengths.append(len(title))
+            lengths.append(len(abstract))
+            before = len(other_keys)
+            for name in paper.authors:
+                found = author_keys.get(name)
+                other_keys.extend(self._author(name) if found is None else found)
+            for category in paper.categories:
+                found = category_keys.get(category)
+                other_keys.extend(self._category(category) if found is None else found)
+            other_counts.append(len(other_keys) - before)
+        vocabulary = self.vocabulary
+        self.words()  # the boring words are only known once the prefixes are settled
+        unknown = set(tokens).difference(vocabulary)
+        if unknown:
+            unknown.difference_update(self.boring)
+            if len(self.boring) > _MAX_BORING_WORDS:
+                self.boring.clear()
+            for word in unknown:
+                if self._prefixes_of(word):
+                    self._word(word)
+                else:
+                    self.boring.add(word)
+        known_words = self.words()
+        key_count = arrays.key_count
+        size = len(papers)
+        found_papers = [np.repeat(np.arange(size, dtype=np.int64),
+                                  np.asarray(other_counts, dtype=np.int64))]
+        found_keys = [np.asarray(other_keys, dtype=np.int64)]
+        ids = np.fromiter(map(vocabulary.get, tokens, repeat(-1)), dtype=np.int64,
+                          count=len(tokens))
+        text_of = np.repeat(np.arange(2 * size, dtype=np.int64),
+                            np.asarray(lengths, dtype=np.int64))
+        known = np.flatnonzero(ids >= 0)
+        known_ids = ids[known]
+        known_texts = text_of[known]
+        title = (known_texts & 1) == 0
+        # Words: every known word anywhere, in the title or in the abstract.
+        for field, where in ((0, None), (1, title), (2, ~title)):
+            word_ids = known_ids if where is None else known_ids[where]
+            keys = known_words.keys[field][word_ids]
+            has = keys >= 0
+            found_papers.append((known_texts if where is None else known_texts[where])[has] >> 1)
+            found_keys.append(keys[has])
+        # Word pairs: a known word that starts some pair key, and the word after it.
+        starts = known[known_words.pair_start[known_ids]]
+        starts = starts[starts + 1 < len(ids)]
+        starts = starts[(text_of[starts + 1] == text_of[starts]) & (ids[starts + 1] >= 0)]
+        if len(starts):
+            codes = ids[starts] << _PAIR_SHIFT | ids[starts + 1]
+            pair_texts = text_of[starts]
+            pair_title = (pair_texts & 1) == 0
+            for field, where in ((0, None), (1, pair_title), (2, ~pair_title)):
+                table = arrays.pair_codes[field]
+                if not len(table):
+                    continue
+                wanted = codes if where is None else codes[where]
+                at = np.searchsorted(table, wanted)
+                at[at == len(table)] = 0
+                has = table[at] == wanted
+                found_papers.append((pair_texts if where is None
+                                     else pair_texts[where])[has] >> 1)
+                found_keys.append(arrays.pair_keys[field][at[has]])
+        # Prefixes: each (text, known word) with registered prefixes once.
+        pointers = known_words.prefix_pointers
+        with_prefix = (pointers[known_ids + 1] > pointers[known_ids])
+        if with_prefix.any():
+            vocabulary_size = len(pointers) - 1
+            pairs = _unique(known_texts[with_prefix] * vocabulary_size
+                              + known_ids[with_prefix])
+            owner, positions = _expand(pointers, pairs % vocabulary_size)
+            prefix = known_words.prefix_ids[positions]
+            prefix_texts = (pairs // vocabulary_size)[owner]
+            prefix_title = (prefix_texts & 1) == 0
+            for field, where in ((0, None), (1, prefix_title), (2, ~prefix_title)):
+                keys = arrays.prefix_keys[field][prefix if where is None else prefix[where]]
+                has = keys >= 0
+                found_papers.append((prefix_texts if where is None
+                                     else prefix_texts[where])[has] >> 1)
+                found_keys.append(keys[has])
+        carried = _unique(np.concatenate(found_papers) * key_count
+                            + np.concatenate(found_keys))
+        return carried, texts
 
 
 class FoundPairs:
     """What a batch matched, compactly: (paper index, subscription rank) pairs, unsorted."""
 
-    __slots__ = ("compiled", "papers", "ranks", "size")
+    __slots__ = ("arrays", "papers", "ranks", "size")
 
-    def __init__(self, compiled: _Compiled, size: int, papers: np.ndarray,
+    def __init__(self, arrays: _Arrays, size: int, papers: np.ndarray,
                  ranks: np.ndarray) -> None:
-        self.compiled = compiled
+        self.arrays = arrays
         self.size = size
         self.papers = papers
         self.ranks = ranks
 
     def id_sets(self) -> list[set[int]]:
         found: list[set[int]] = [set() for _ in range(self.size)]
-        ids = self.compiled.sub_ids[self.ranks].tolist()
+        ids = self.arrays.sub_ids[self.ranks].tolist()
         for paper, sub_id in zip(self.papers.tolist(), ids, strict=True):
             found[paper].add(sub_id)
         return found
@@ -464,8 +850,8 @@ class Matcher:
     an AND of two of those (filed under the rarer one, paired with the other). A paper's matches
     among them follow from the keys it carries, by array operations over the whole batch. The
     rest (exclusions, longer phrases, unusual names, deeper nesting) are filed under their
-    rarest keys as candidates: checked against their other keys and exclusions, and evaluated on
-    the paper only if keys cannot decide them.
+    rarest keys as candidates: checked against their other keys and exclusions by array
+    operations too, and evaluated on the paper only if keys cannot decide them.
     """
 
     def __init__(self) -> None:
@@ -479,7 +865,9 @@ class Matcher:
         plans = matcher._plans
         for sub_id, chat_id, node in subscriptions:
             plans[sub_id] = _checked_plan(sub_id, chat_id, node)
-        matcher._compile()
+        compiled = matcher._compile()
+        compiled.arrays()
+        compiled.words()
         return matcher
 
     def __len__(self) -> int:
@@ -487,124 +875,115 @@ class Matcher:
 
     def add(self, sub_id: int, chat_id: int, node: Node) -> None:
         """Index one subscription (replacing any earlier one with that id)."""
-        self._plans[sub_id] = _checked_plan(sub_id, chat_id, node)
-        self._compiled = None
+        plan = _checked_plan(sub_id, chat_id, node)
+        replaced = sub_id in self._plans
+        self._plans[sub_id] = plan
+        compiled = self._compiled
+        if compiled is not None:
+            if replaced or (compiled.last_id is not None and sub_id <= compiled.last_id):
+                self._compiled = None  # ranks follow ids: compile afresh at the next batch
+            else:
+                compiled.extend([(sub_id, plan)])
 
     def remove(self, sub_id: int) -> bool:
         """Forget a subscription; False if it was not there."""
         if self._plans.pop(sub_id, None) is None:
             return False
-        self._compiled = None
+        compiled = self._compiled
+        if compiled is not None:
+            compiled.remove(sub_id)
+            if len(compiled.dead) > _MAX_DEAD and len(compiled.dead) * 4 > len(compiled.sub_ids):
+                self._compiled = None
         return True
 
     def _compile(self) -> _Compiled:
         compiled = self._compiled
         if compiled is None:
-            compiled = self._compiled = _Compiled(self._plans)
+            compiled = _Compiled()
+            plans = self._plans
+            compiled.extend((sub_id, plans[sub_id]) for sub_id in sorted(plans))
+            self._compiled = compiled
         return compiled
-
-    def _prefixes(self, compiled: _Compiled, features: PaperFeatures
-                  ) -> tuple[set[str], set[str], set[str]]:
-        """The registered prefixes of the paper's words: anywhere, in the title, the abstract."""
-        if len(compiled.words_seen) > _MAX_WORDS_SEEN:
-            compiled.prefixes_of.clear()
-            compiled.words_seen.clear()
-        prefixes_of = compiled.prefixes_of
-        new_words = features.word_set.difference(compiled.words_seen)
-        if new_words:
-            prefix_first = compiled.prefix_first
-            for word in new_words:
-                group = prefix_first.get(word[:MIN_PREFIX_LENGTH], ())
-                found = tuple(prefix for prefix in group if word.startswith(prefix))
-                if found:
-                    prefixes_of[word] = found
-            compiled.words_seen.update(new_words)
-        anywhere: set[str] = set()
-        in_title: set[str] = set()
-        in_abstract: set[str] = set()
-        for word in prefixes_of.keys() & features.word_set:
-            found = prefixes_of[word]
-            anywhere.update(found)
-            if word in features.title_set:
-                in_title.update(found)
-            if word in features.abstract_set:
-                in_abstract.update(found)
-        return anywhere, in_title, in_abstract
-
-    def _paper_keys(self, compiled: _Compiled,
-                    features: PaperFeatures) -> dict[str, Collection[str]]:
-        keys: dict[str, Collection[str]] = {
-            "c": features.categories, "a": features.archives, "u": features.author_keys,
-            "w": features.word_set, "t": features.title_set, "b": features.abstract_set,
-            **features.name_keys,
-            "w2": _NOTHING, "t2": _NOTHING, "b2": _NOTHING,
-            "pw": _NOTHING, "pt": _NOTHING, "pb": _NOTHING,
-        }
-        starts = compiled.pair_starts & features.word_set
-        if starts:
-            in_title = _pairs_from(features.title, starts)
-            in_abstract = _pairs_from(features.abstract, starts)
-            keys.update(t2=in_title, b2=in_abstract, w2=in_title | in_abstract)
-        if compiled.prefix_first:
-            keys["pw"], keys["pt"], keys["pb"] = self._prefixes(compiled, features)
-        return keys
 
     def find_pairs(self, papers: Sequence[Paper]) -> FoundPairs:
         """Every (paper, subscription) match of the batch."""
-        compiled = self._compile()
-        plans = self._plans
-        rank_of = compiled.rank_of
-        key_kinds = list(compiled.keys.items())
-        checked_kinds = list(compiled.checked.items())
-        hit_keys: list[int] = []
-        hit_counts: list[int] = []
-        checked_papers: list[int] = []
-        checked_ranks: list[int] = []
         with collector_paused():
-            for index, paper in enumerate(papers):
-                features = PaperFeatures(paper)
-                keys = self._paper_keys(compiled, features)
-                before = len(hit_keys)
-                for kind, key_ids in key_kinds:
-                    # Intersecting with the dict's keys runs in C: most words hit nothing.
-                    hit_keys.extend(map(key_ids.__getitem__, key_ids.keys() & keys[kind]))
-                hit_counts.append(len(hit_keys) - before)
-                candidates: set[int] = set()
-                for kind, by_value in checked_kinds:
-                    for value in by_value.keys() & keys[kind]:
-                        candidates |= by_value[value]
-                for sub_id in candidates:
-                    plan = plans[sub_id]
-                    if plan.second and not _has_any(plan.second, keys):
-                        continue
-                    if plan.exclude and _has_any(plan.exclude, keys):
-                        continue
-                    # Only ORs have sure keys, and an OR has no exclusions: a hit is a match.
-                    if (plan.decided or (plan.sure and _has_any(plan.sure, keys))
-                            or evaluate_features(plan.node, features)):
-                        checked_papers.append(index)
-                        checked_ranks.append(rank_of[sub_id])
-        hit_papers = np.repeat(np.arange(len(papers), dtype=np.int64),
-                               np.asarray(hit_counts, dtype=np.int64))
-        hits = np.asarray(hit_keys, dtype=np.int64)
+            return self._find_pairs(papers)
+
+    def _find_pairs(self, papers: Sequence[Paper]) -> FoundPairs:
+        compiled = self._compile()
+        arrays = compiled.arrays()
+        carried, texts = compiled.carried(arrays, papers)
+        key_count = arrays.key_count
+        hit_papers = carried // key_count
+        hits = carried % key_count
         # Decided by one key: every row of every key hit.
-        owner, positions = _expand(compiled.decided_pointers, hits)
+        owner, positions = _expand(arrays.decided_pointers, hits)
         found_papers = [hit_papers[owner]]
-        found_ranks = [compiled.decided_ranks[positions]]
+        found_ranks = [arrays.decided_ranks[positions]]
         # Decided by two keys: the rows of a key hit whose second key the same paper carries.
-        owner, positions = _expand(compiled.paired_pointers, hits)
+        owner, positions = _expand(arrays.paired_pointers, hits)
         if len(positions):
-            carried = np.sort(hit_papers * compiled.key_count + hits)
-            wanted = hit_papers[owner] * compiled.key_count + compiled.paired_seconds[positions]
-            where = np.searchsorted(carried, wanted)
-            where[where == len(carried)] = 0
-            both = carried[where] == wanted
+            both = _carries(carried, hit_papers[owner] * key_count
+                            + arrays.paired_seconds[positions])
             found_papers.append(hit_papers[owner][both])
-            found_ranks.append(compiled.paired_ranks[positions][both])
-        found_papers.append(np.asarray(checked_papers, dtype=np.int64))
-        found_ranks.append(np.asarray(checked_ranks, dtype=np.int64))
-        return FoundPairs(compiled, len(papers), np.concatenate(found_papers),
-                      np.concatenate(found_ranks))
+            found_ranks.append(arrays.paired_ranks[positions][both])
+        # Checked: candidates by their first keys, then their other keys, then evaluation.
+        owner, positions = _expand(arrays.checked_pointers, hits)
+        if len(positions):
+            plan_count = len(arrays.checked_ranks)
+            codes = _unique(hit_papers[owner] * plan_count + arrays.checked_plans[positions])
+            candidate_papers = codes // plan_count
+            candidate_plans = codes % plan_count
+            count = len(codes)
+            keep = np.ones(count, dtype=bool)
+            for pointers, keys, wanted in ((arrays.second_pointers, arrays.second_keys, True),
+                                           (arrays.exclude_pointers, arrays.exclude_keys, False)):
+                needs = pointers[candidate_plans + 1] > pointers[candidate_plans]
+                if not needs.any():
+                    continue
+                owner, positions = _expand(pointers, candidate_plans)
+                hit = _carries(carried, candidate_papers[owner] * key_count + keys[positions])
+                keep &= ~needs | (_any_per(owner, hit, count) == wanted)
+            sure = arrays.checked_decided[candidate_plans]
+            owner, positions = _expand(arrays.sure_pointers, candidate_plans)
+            if len(positions):
+                sure |= _any_per(owner, _carries(carried, candidate_papers[owner] * key_count
+                                                 + arrays.sure_keys[positions]), count)
+            accepted = keep & sure
+            found_papers.append(candidate_papers[accepted])
+            found_ranks.append(arrays.checked_ranks[candidate_plans[accepted]])
+            evaluated = np.flatnonzero(keep & ~sure)
+            if len(evaluated):
+                found_papers.append(candidate_papers[evaluated])
+                found_ranks.append(arrays.checked_ranks[candidate_plans[evaluated]])
+                matched = self._evaluate(compiled, papers, texts,
+                                         candidate_papers[evaluated].tolist(),
+                                         candidate_plans[evaluated].tolist())
+                found_papers[-1] = found_papers[-1][matched]
+                found_ranks[-1] = found_ranks[-1][matched]
+        found = FoundPairs(arrays, len(papers), np.concatenate(found_papers),
+                           np.concatenate(found_ranks))
+        if arrays.alive is not None:
+            live = arrays.alive[found.ranks]
+            found.papers, found.ranks = found.papers[live], found.ranks[live]
+        return found
+
+    @staticmethod
+    def _evaluate(compiled: _Compiled, papers: Sequence[Paper], texts: list[list[str]],
+                  paper_indexes: list[int], plan_indexes: list[int]) -> np.ndarray:
+        """Which (paper, checked plan) candidates match, evaluated on the paper's features."""
+        features: dict[int, PaperFeatures] = {}
+        nodes = compiled.checked_nodes
+        matched = np.zeros(len(paper_indexes), dtype=bool)
+        for position, (index, plan) in enumerate(zip(paper_indexes, plan_indexes, strict=True)):
+            paper_features = features.get(index)
+            if paper_features is None:
+                paper = papers[index]
+                paper_features = features[index] = PaperFeatures.from_words(
+                    paper, texts[2 * index], texts[2 * index + 1])
+            matched[position] = evaluate_features(nodes[plan], paper_features)
+        return matched
 
     def matching(self, paper: Paper) -> set[int]:
         """The ids of the subscriptions that match one paper."""
@@ -621,10 +1000,10 @@ class Matcher:
         if not isinstance(found, FoundPairs):
             if len(found) != len(papers):
                 raise ValueError(f"{len(found)} id sets for {len(papers)} papers")
-            compiled = self._compile()
-            rank_of = compiled.rank_of
+            arrays = self._compile().arrays()
+            rank_of = arrays.rank_of
             found = FoundPairs(
-                compiled, len(papers),
+                arrays, len(papers),
                 np.repeat(np.arange(len(papers), dtype=np.int64),
                           np.asarray([len(ids) for ids in found], dtype=np.int64)),
                 np.asarray([rank_of[sub_id] for ids in found for sub_id in ids], dtype=np.int64))
@@ -632,12 +1011,12 @@ class Matcher:
             raise ValueError(f"matches of {found.size} papers for {len(papers)} papers")
         if not len(found.ranks):
             return Alerts.empty(papers)
-        compiled = found.compiled
-        subs = len(compiled.sub_ids)
+        arrays = found.arrays
+        subs = len(arrays.sub_ids)
         size = max(len(papers), 1)
-        # One sort orders the pairs by chat, then paper, then subscription id, and drops the
-        # repeats (a subscription filed under two keys that a paper both carries).
-        codes = np.sort((compiled.chat_rank[found.ranks] * size + found.papers) * subs
+        # One sort orders the pairs by chat, then paper, then subscription rank (id order), and
+        # drops the repeats (a subscription filed under two keys that a paper both carries).
+        codes = np.sort((arrays.chat_rank[found.ranks] * size + found.papers) * subs
                         + found.ranks)
         if len(codes) > 1:
             codes = codes[np.concatenate(([True], codes[1:] != codes[:-1]))]
@@ -652,25 +1031,13 @@ class Matcher:
         first_seen = alert_papers[chat_starts] * subs + ranks[alert_starts[chat_starts]]
         order = np.argsort(first_seen, kind="stable")
         chat_ends = np.append(chat_starts[1:], len(alert_starts))
-        return Alerts(papers, compiled.chats[alert_chats[chat_starts[order]]],
+        return Alerts(papers, arrays.chats[alert_chats[chat_starts[order]]],
                       chat_starts[order], chat_ends[order], alert_papers,
-                      np.append(alert_starts, len(codes)), compiled.sub_ids[ranks])
+                      np.append(alert_starts, len(codes)), arrays.sub_ids[ranks])
 
     def match(self, papers: Sequence[Paper]) -> Alerts:
         """Per chat, each matching paper (in input order) with its matching subscription ids."""
         return self.alerts(papers, self.find_pairs(papers))
-
-
-def _checked_plan(sub_id: int, chat_id: int, node: Node) -> _Plan:
-    if not is_anchored(node):
-        raise ValueError(f"subscription {sub_id} has no positive term to index")
-    plan = _plan(chat_id, node)
-    if any(kind[0] == "p" and len(value) < MIN_PREFIX_LENGTH
-           for kind, value in plan.looked_at()):
-        raise ValueError(f"subscription {sub_id} has a prefix shorter than "
-                         f"{MIN_PREFIX_LENGTH} letters")
-    return plan
-
 
 
 @contextmanager

@@ -246,6 +246,27 @@ def split_name(name: str) -> PersonName | None:
 
     Returns None when the name has no letters or digits at all.
     """
+    if name.isascii() and name.replace(" ", "").isalpha():
+        return _split_plain(name.lower().split())
+    return _split_any(name)
+
+
+def _split_plain(words: list[str]) -> PersonName:
+    """`split_name` of the commonest names, ASCII letters and spaces: what `_split_any` does
+    with them, without the passes they need not (LaTeX, commas, dots)."""
+    if len(words) > 2 and words[-1] in NAME_SUFFIXES:
+        words = words[:-1]
+    start = len(words) - 1
+    for index in range(1, len(words) - 1):
+        word = words[index]
+        if word in PARTICLES and len(word) > 1:
+            start = index
+            break
+    return PersonName(tuple(NamePart(word, len(word) == 1) for word in words[:start]),
+                      tuple(words[start:]))
+
+
+def _split_any(name: str) -> PersonName | None:
     name, _suffix = split_suffix(name)
     if "," in name:
         # "Surname, Given[, Jr.]" is read as "Given Surname", so both spellings split alike.
