@@ -36,7 +36,7 @@ from bot.query.parser import (
     Text,
     is_anchored,
 )
-from bot.query.text import PersonName, split_name, words
+from bot.query.text import PersonName, plain_name, split_name, words
 
 
 def _name_keys(authors: Iterable[PersonName]) -> dict[str, frozenset[str]]:
@@ -503,6 +503,7 @@ class _Compiled:
         # Keys a paper's categories and authors are looked up in, by kind: c, a, u, u1, uf, ua.
         self.by_kind: dict[str, dict[str, int]] = {
             kind: {} for kind in ("c", "a", "u", "u1", "uf", "ua")}
+        self.surnames: set[str] = set()  # the surnames of the u1, uf and ua keys
         self.vocabulary: dict[str, int] = {}
         self.word_keys: tuple[list[int], list[int], list[int]] = ([], [], [])
         self.pair_start: list[bool] = []
@@ -605,6 +606,8 @@ class _Compiled:
         field = _FIELD_OF.get(kind)
         if field is None:
             self.by_kind[kind][value] = key_id
+            if len(kind) == 2:  # u1, uf, ua: a name part, then the surname
+                self.surnames.add(value.rpartition(" ")[2])
             # Papers' names and categories were looked up without this key: look again.
             if kind[0] == "u":
                 self.author_keys.clear()
@@ -698,22 +701,38 @@ class _Compiled:
     # -- what a batch's papers carry --------------------------------------------------------
 
     def _author(self, name: str) -> tuple[int, ...]:
-        person = _person(name)
-        if person is None:
-            found: tuple[int, ...] = ()
+        # The keys of `_name_keys`, and the surname's, for this one name.
+        plain = plain_name(name)
+        if plain is not None:
+            # Most names: the parts without building a PersonName (`split_name` would).
+            parts, start = plain
+            key = parts.pop()
+            leading = [(text, index < start and len(text) == 1)
+                       for index, text in enumerate(parts)]
         else:
-            by_kind = self.by_kind
-            key = person.key
-            wanted = [("u", key)]
-            for part in person.leading():
-                wanted.append(("u1", f"{part.text[0]} {key}"))
-                wanted.append(("ua" if part.abbreviated else "uf", f"{part.text} {key}"))
-            ids = [by_kind[kind].get(value) for kind, value in wanted]
-            found = tuple(key_id for key_id in ids if key_id is not None)
+            person = _person(name)
+            if person is None:
+                leading, key = [], ""
+            else:
+                leading = [(part.text, part.abbreviated) for part in person.leading()]
+                key = person.key
+        found: list[int] = []
+        by_kind = self.by_kind
+        if key in by_kind["u"]:
+            found.append(by_kind["u"][key])
+        if key in self.surnames:
+            initials, full, abbreviated_keys = by_kind["u1"], by_kind["uf"], by_kind["ua"]
+            for text, abbreviated in leading:
+                initial = initials.get(f"{text[0]} {key}")
+                if initial is not None:
+                    found.append(initial)
+                named = (abbreviated_keys if abbreviated else full).get(f"{text} {key}")
+                if named is not None:
+                    found.append(named)
         if len(self.author_keys) >= _MAX_REMEMBERED_NAMES:
             self.author_keys.clear()
-        self.author_keys[name] = found
-        return found
+        self.author_keys[name] = result = tuple(found)
+        return result
 
     def _category(self, category: str) -> tuple[int, ...]:
         listed, archive = listed_in(category)
@@ -974,15 +993,25 @@ class Matcher:
                   paper_indexes: list[int], plan_indexes: list[int]) -> np.ndarray:
         """Which (paper, checked plan) candidates match, evaluated on the paper's features."""
         features: dict[int, PaperFeatures] = {}
+        authors: dict[int, list[PersonName]] = {}
         nodes = compiled.checked_nodes
         matched = np.zeros(len(paper_indexes), dtype=bool)
         for position, (index, plan) in enumerate(zip(paper_indexes, plan_indexes, strict=True)):
+            node = nodes[plan]
+            if type(node) is Author:
+                # `PaperFeatures.has_author` without the rest of the paper's features.
+                found = authors.get(index)
+                if found is None:
+                    found = authors[index] = [
+                        name for name in map(_person, papers[index].authors) if name is not None]
+                matched[position] = any(map(node.name.matches, found))
+                continue
             paper_features = features.get(index)
             if paper_features is None:
                 paper = papers[index]
                 paper_features = features[index] = PaperFeatures.from_words(
                     paper, texts[2 * index], texts[2 * index + 1])
-            matched[position] = evaluate_features(nodes[plan], paper_features)
+            matched[position] = evaluate_features(node, paper_features)
         return matched
 
     def matching(self, paper: Paper) -> set[int]:

@@ -246,24 +246,34 @@ def split_name(name: str) -> PersonName | None:
 
     Returns None when the name has no letters or digits at all.
     """
-    if name.isascii() and name.replace(" ", "").isalpha():
-        return _split_plain(name.lower().split())
-    return _split_any(name)
+    plain = plain_name(name)
+    if plain is None:
+        return _split_any(name)
+    parts, start = plain
+    return PersonName(tuple(NamePart(word, len(word) == 1) for word in parts[:start]),
+                      tuple(parts[start:]))
 
 
-def _split_plain(words: list[str]) -> PersonName:
-    """`split_name` of the commonest names, ASCII letters and spaces: what `_split_any` does
-    with them, without the passes they need not (LaTeX, commas, dots)."""
-    if len(words) > 2 and words[-1] in NAME_SUFFIXES:
-        words = words[:-1]
-    start = len(words) - 1
-    for index in range(1, len(words) - 1):
-        word = words[index]
+def plain_name(name: str) -> tuple[list[str], int] | None:
+    """For the commonest names, ASCII letters and spaces, what `split_name` makes of them
+    without building it: the normalised words (the suffix dropped) and where the surname
+    starts; given names of one letter are initials. None for any other name.
+
+    It does what `_split_any` does with such a name, without the passes it needs not (LaTeX,
+    commas, dots).
+    """
+    if not name.isascii() or not name.replace(" ", "").isalpha():
+        return None
+    parts = name.lower().split()
+    if len(parts) > 2 and parts[-1] in NAME_SUFFIXES:
+        parts.pop()
+    start = len(parts) - 1
+    for index in range(1, len(parts) - 1):
+        word = parts[index]
         if word in PARTICLES and len(word) > 1:
             start = index
             break
-    return PersonName(tuple(NamePart(word, len(word) == 1) for word in words[:start]),
-                      tuple(words[start:]))
+    return parts, start
 
 
 def _split_any(name: str) -> PersonName | None:
