@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bot.core.models import Match, Paper
 from bot.query.matcher import Matcher, anchors, evaluate
-from bot.query.parser import Node, QueryError, parse
+from bot.query.parser import MIN_PREFIX_LENGTH, Node, QueryError, is_anchored, parse
 
 FIXTURES = Path(__file__).parent / "fixtures"
 _ATOM = {"a": "http://www.w3.org/2005/Atom", "arxiv": "http://arxiv.org/schemas/atom"}
@@ -377,3 +377,45 @@ def test_ascii_text_splits_into_the_words_the_pattern_finds(text: str) -> None:
     from bot.query.text import _WORD_RE, fold, words
 
     assert words(text) == _WORD_RE.findall(fold(text))
+
+
+@given(st.lists(_QUERIES, min_size=1, max_size=10))
+@settings(max_examples=300, deadline=None)
+def test_common_shapes_are_planned_as_the_general_planner_plans_them(queries: list[str]) -> None:
+    # Terms, ANDs and ORs of them skip the general planner when the index is built; they must
+    # come out as it would plan them, refusals included.
+    from bot.query.matcher import _checked_plan, _plan
+
+    for sub_id, chat_id, node in _subscriptions(queries):
+        try:
+            planned = _checked_plan(sub_id, chat_id, node)
+        except ValueError:
+            planned = None
+        general = _plan(chat_id, node) if is_anchored(node) else None
+        if general is not None and any(kind[0] == "p" and len(value) < MIN_PREFIX_LENGTH
+                                       for kind, value in general.looked_at()):
+            general = None
+        assert planned == general
+
+
+def test_an_index_grown_by_additions_and_removals_matches_one_built_at_once() -> None:
+    # Subscriptions added with higher ids extend the compiled index in place, removed ones are
+    # masked; any other change compiles afresh. Each way must match what a fresh build does.
+    papers = [_paper("Quantized graph transformers", "Neural nets for graph kernels.",
+                     authors=["Eiko Yoneki", "Jan van der Berg"], arxiv_id="1"),
+              _paper("Kernels", "Stable models.", categories=("math.CO",), arxiv_id="2")]
+    queries = ["quantiz*", '"graph kernels"', 'au:"E. Yoneki"', "cat:math.CO", "stable -graph",
+               'au:"Jan van der Berg"', "transformers OR kern*", "cat:cs.LG graph"]
+    grown = Matcher.build([(1, 10, parse("unrelated"))])
+    assert grown.match(papers) == {}
+    for sub_id, query in enumerate(queries, start=2):
+        grown.add(sub_id, 10 + sub_id % 3, parse(query))
+        built = Matcher.build([(s, 10 + s % 3, parse(q))
+                               for s, q in enumerate(queries[:sub_id - 1], start=2)])
+        assert grown.match(papers) == built.match(papers)
+    for sub_id in (3, 5, 8):
+        grown.remove(sub_id)
+    kept = [(s, 10 + s % 3, parse(q)) for s, q in enumerate(queries, start=2)
+            if s not in (3, 5, 8)]
+    assert grown.match(papers) == Matcher.build(kept).match(papers)
+    assert grown.find(papers) == Matcher.build(kept).find(papers)

@@ -255,22 +255,29 @@ def _author_keys(name: PersonName) -> frozenset[AnchorKey]:
 
     Mirrors `PersonName.matches` for the common shapes: `Yoneki`, `E. Yoneki`, `Eiko Yoneki`.
     """
-    leading = name.leading()
-    if not leading:
-        return frozenset({("u", name.key)})
-    if len(leading) > 1:
+    # `name.leading()` is the given names and the surname's words but its last, built only
+    # when there is exactly one: this runs for every author subscription of the index.
+    given, surname = name.given, name.surname
+    key = surname[-1]
+    count = len(given) + len(surname) - 1
+    if not count:
+        return frozenset({("u", key)})
+    if count > 1:
         return frozenset()
-    part = leading[0]
-    if part.abbreviated:
+    if given:
+        text, abbreviated = given[0].text, given[0].abbreviated
+    else:
+        text, abbreviated = surname[0], False
+    if abbreviated:
         # An initial agrees with every part starting with that letter, and only with those.
-        if len(part.text) > 1:
+        if len(text) > 1:
             return frozenset()
-        return frozenset({("u1", f"{part.text} {name.key}")})
-    if len(part.text) < 3:
+        return frozenset({("u1", f"{text} {key}")})
+    if len(text) < 3:
         return frozenset()  # a longer abbreviation ("Eik.") could still agree with it
     # A full name agrees with itself and with its abbreviations (at most three letters).
-    return frozenset({("uf", f"{part.text} {name.key}")} |
-                     {("ua", f"{part.text[:size]} {name.key}") for size in (1, 2, 3)})
+    return frozenset({("uf", f"{text} {key}"), ("ua", f"{text[0]} {key}"),
+                      ("ua", f"{text[:2]} {key}"), ("ua", f"{text[:3]} {key}")})
 
 
 def _decidable(node: Node) -> bool:
@@ -338,9 +345,85 @@ def _plan(chat_id: int, node: Node) -> _Plan:
     return _Plan(chat_id, node, anchors(node), decided=False)
 
 
+def _term(node: Node) -> tuple[frozenset[AnchorKey], float, bool] | None:
+    """A lone term's `_anchor_options` and whether it is `_decidable`, for the common terms
+    (None for the rest, and for a prefix too short to index: `_plan` deals with those)."""
+    kind = type(node)
+    if kind is Text:
+        text_words = node.words
+        if len(text_words) == 1:
+            word = text_words[0]
+            if not node.prefix:
+                key_kind = _WORD_KIND[node.field]
+                return frozenset({(key_kind, word)}), _word_cost(key_kind, word), True
+            if len(word) >= MIN_PREFIX_LENGTH:
+                key_kind = _PREFIX_KIND[node.field]
+                return frozenset({(key_kind, word)}), _COST[key_kind], True
+        elif len(text_words) == 2 and not node.prefix:
+            key_kind = _PAIR_KIND[node.field]
+            return (frozenset({(key_kind, f"{text_words[0]} {text_words[1]}")}),
+                    _COST[key_kind], True)
+        return None
+    if kind is Author:
+        keys = _author_keys(node.name)
+        if keys:
+            return keys, _COST["uf"], True
+        return frozenset({("u", node.name.key)}), _COST["u"], False
+    if kind is Category:
+        return frozenset({("c", node.name)}), _COST["c"], True
+    if kind is Archive:
+        return frozenset({("a", node.name)}), _COST["a"], True
+    return None
+
+
+def _and_plan(chat_id: int, node: And) -> _Plan | None:
+    """`_plan` of an AND of common terms and exclusions of them; None for any other AND."""
+    positive = []
+    negative = []
+    for child in node.children:
+        if type(child) is Not:
+            term = _term(child.child)
+            if term is None:
+                return None
+            negative.append(term)
+        else:
+            term = _term(child)
+            if term is None:
+                return None
+            positive.append(term)
+    if not positive:
+        return None
+    positive.sort(key=lambda option: option[1])
+    excluded = [keys for keys, _, decidable in negative if decidable]
+    decided = (len(positive) <= 2 and all(decidable for _, _, decidable in positive)
+               and len(excluded) == len(negative))
+    second = positive[1][0] if len(positive) > 1 else frozenset()
+    return _Plan(chat_id, node, positive[0][0], second, frozenset().union(*excluded),
+                 decided=decided)
+
+
+def _or_plan(chat_id: int, node: Or) -> _Plan | None:
+    """`_plan` of an OR of common terms that each decide it; None for any other OR."""
+    keys: list[frozenset[AnchorKey]] = []
+    for child in node.children:
+        term = _term(child)
+        if term is None or not term[2]:
+            return None
+        keys.append(term[0])
+    return _Plan(chat_id, node, frozenset().union(*keys))
+
+
 def _checked_plan(sub_id: int, chat_id: int, node: Node) -> _Plan:
     # The commonest shapes first, planned directly: what `_plan` would make of them.
     kind = type(node)
+    if kind is And:
+        plan = _and_plan(chat_id, node)
+        if plan is not None:
+            return plan
+    elif kind is Or:
+        plan = _or_plan(chat_id, node)
+        if plan is not None:
+            return plan
     if kind is Text:
         text_words = node.words
         if len(text_words) == 1:
@@ -551,17 +634,19 @@ class _Compiled:
         chat_index = self.chat_index
         chat_rank = self.chat_rank
         decided_keys, decided_ranks = self.decided_keys, self.decided_ranks
+        chats = self.chats
         for sub_id, plan in plans:
             rank = len(sub_ids)
             sub_ids.append(sub_id)
             rank_of[sub_id] = rank
-            chat = chat_index.get(plan.chat_id)
+            chat_id, _, first_keys, second_keys, exclude_keys, _, decided = plan
+            chat = chat_index.get(chat_id)
             if chat is None:
-                chat = chat_index[plan.chat_id] = len(self.chats)
-                self.chats.append(plan.chat_id)
+                chat = chat_index[chat_id] = len(chats)
+                chats.append(chat_id)
             chat_rank.append(chat)
-            if plan.decided and not plan.exclude and not plan.second:
-                for key in plan.first:
+            if decided and not exclude_keys and not second_keys:
+                for key in first_keys:
                     key_id = key_ids.get(key)
                     decided_keys.append(new_key(key) if key_id is None else key_id)
                     decided_ranks.append(rank)
@@ -639,7 +724,8 @@ class _Compiled:
             for table in self.word_keys:
                 table.append(-1)
             self.pair_start.append(False)
-            self.word_prefixes.append(self._prefixes_of(word))
+            # While prefixes are being registered, `words()` works every word's out afresh.
+            self.word_prefixes.append(() if self.prefixes_changed else self._prefixes_of(word))
             self.boring.discard(word)
             self._words = None
         return word_id
@@ -882,11 +968,14 @@ class Matcher:
         """A matcher holding every `(sub_id, chat_id, node)`, compiled."""
         matcher = cls()
         plans = matcher._plans
-        for sub_id, chat_id, node in subscriptions:
-            plans[sub_id] = _checked_plan(sub_id, chat_id, node)
-        compiled = matcher._compile()
-        compiled.arrays()
-        compiled.words()
+        # Hundreds of thousands of small objects that all live on: the collector's passes over
+        # them (and everything else alive) would find nothing to free.
+        with collector_paused():
+            for sub_id, chat_id, node in subscriptions:
+                plans[sub_id] = _checked_plan(sub_id, chat_id, node)
+            compiled = matcher._compile()
+            compiled.arrays()
+            compiled.words()
         return matcher
 
     def __len__(self) -> int:
