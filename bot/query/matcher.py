@@ -460,6 +460,8 @@ _FIELD_OF = {"w": 0, "t": 1, "b": 2, "w2": 0, "t2": 1, "b2": 2, "pw": 0, "pt": 1
 _PAIR_SHIFT = 32
 # Past this many words known to have no key and no registered prefix, that memory starts afresh.
 _MAX_BORING_WORDS = 500_000
+# How many papers' words are numbered at a time.
+_CHUNK_PAPERS = 250
 # Past this many author names remembered with their keys, that memory starts afresh.
 _MAX_REMEMBERED_NAMES = 100_000
 # Past this many removed subscriptions (and a quarter of them all), the index is rebuilt.
@@ -826,11 +828,22 @@ class _Compiled:
         found = self.category_keys[category] = tuple(i for i in ids if i is not None)
         return found
 
-    def carried(self, arrays: _Arrays, papers: Sequence[Paper]
-                ) -> tuple[np.ndarray, list[list[str]]]:
-        """The sorted codes `paper * key_count + key` of every key the papers carry, and each
-        paper's title and abstract words (title, abstract, title, ...)."""
-        texts: list[list[str]] = []
+    def carried(self, arrays: _Arrays, papers: Sequence[Paper]) -> np.ndarray:
+        """The sorted codes `paper * key_count + key` of every key the papers carry."""
+        found_papers: list[np.ndarray] = []
+        found_keys: list[np.ndarray] = []
+        # A few hundred papers at a time: a whole batch's words at once would be tens of MB.
+        for offset in range(0, len(papers), _CHUNK_PAPERS):
+            self._carried_by(arrays, papers[offset:offset + _CHUNK_PAPERS], offset,
+                             found_papers, found_keys)
+        if not found_papers:
+            return np.zeros(0, dtype=np.int64)
+        return _unique(np.concatenate(found_papers) * arrays.key_count
+                       + np.concatenate(found_keys))
+
+    def _carried_by(self, arrays: _Arrays, papers: Sequence[Paper], offset: int,
+                    found_papers: list[np.ndarray], found_keys: list[np.ndarray]) -> None:
+        """Append the (paper, key) pairs these papers carry, papers numbered from `offset`."""
         tokens: list[str] = []
         lengths: list[int] = []
         other_keys: list[int] = []
@@ -839,8 +852,6 @@ class _Compiled:
         for paper in papers:
             title = words(paper.title)
             abstract = words(paper.abstract)
-            texts.append(title)
-            texts.append(abstract)
             tokens += title
             tokens += abstract
             lengths.append(len(title))
@@ -866,14 +877,13 @@ class _Compiled:
                 else:
                     self.boring.add(word)
         known_words = self.words()
-        key_count = arrays.key_count
         size = len(papers)
-        found_papers = [np.repeat(np.arange(size, dtype=np.int64),
-                                  np.asarray(other_counts, dtype=np.int64))]
-        found_keys = [np.asarray(other_keys, dtype=np.int64)]
+        found_papers.append(np.repeat(np.arange(offset, offset + size, dtype=np.int64),
+                                      np.asarray(other_counts, dtype=np.int64)))
+        found_keys.append(np.asarray(other_keys, dtype=np.int64))
         ids = np.fromiter(map(vocabulary.get, tokens, repeat(-1)), dtype=np.int64,
                           count=len(tokens))
-        text_of = np.repeat(np.arange(2 * size, dtype=np.int64),
+        text_of = np.repeat(np.arange(2 * offset, 2 * (offset + size), dtype=np.int64),
                             np.asarray(lengths, dtype=np.int64))
         known = np.flatnonzero(ids >= 0)
         known_ids = ids[known]
@@ -922,9 +932,7 @@ class _Compiled:
                 found_papers.append((prefix_texts if where is None
                                      else prefix_texts[where])[has] >> 1)
                 found_keys.append(keys[has])
-        carried = _unique(np.concatenate(found_papers) * key_count
-                            + np.concatenate(found_keys))
-        return carried, texts
+
 
 
 class FoundPairs:
@@ -1021,7 +1029,7 @@ class Matcher:
     def _find_pairs(self, papers: Sequence[Paper]) -> FoundPairs:
         compiled = self._compile()
         arrays = compiled.arrays()
-        carried, texts = compiled.carried(arrays, papers)
+        carried = compiled.carried(arrays, papers)
         key_count = arrays.key_count
         hit_papers = carried // key_count
         hits = carried % key_count
@@ -1065,7 +1073,7 @@ class Matcher:
             if len(evaluated):
                 found_papers.append(candidate_papers[evaluated])
                 found_ranks.append(arrays.checked_ranks[candidate_plans[evaluated]])
-                matched = self._evaluate(compiled, papers, texts,
+                matched = self._evaluate(compiled, papers,
                                          candidate_papers[evaluated].tolist(),
                                          candidate_plans[evaluated].tolist())
                 found_papers[-1] = found_papers[-1][matched]
@@ -1078,7 +1086,7 @@ class Matcher:
         return found
 
     @staticmethod
-    def _evaluate(compiled: _Compiled, papers: Sequence[Paper], texts: list[list[str]],
+    def _evaluate(compiled: _Compiled, papers: Sequence[Paper],
                   paper_indexes: list[int], plan_indexes: list[int]) -> np.ndarray:
         """Which (paper, checked plan) candidates match, evaluated on the paper's features."""
         features: dict[int, PaperFeatures] = {}
@@ -1099,7 +1107,7 @@ class Matcher:
             if paper_features is None:
                 paper = papers[index]
                 paper_features = features[index] = PaperFeatures.from_words(
-                    paper, texts[2 * index], texts[2 * index + 1])
+                    paper, words(paper.title), words(paper.abstract))
             matched[position] = evaluate_features(node, paper_features)
         return matched
 
