@@ -238,7 +238,11 @@ def test_the_matcher_refuses_a_subscription_it_cannot_index() -> None:
 def test_every_subscription_is_indexed_under_few_keys() -> None:
     node = parse('cat:cs.LG au:"E. Yoneki" (graph OR quantiz*)')
     assert anchors(node) == {("u1", "e yoneki")}
-    assert anchors(parse('au:"J. A. Smith"')) == {("u", "smith")}
+    assert anchors(parse('au:"J. A. Smith"')) == {("u1", "j smith")}
+    assert anchors(parse('au:"Hao Jui Chen"')) == {
+        ("uf", "hao chen"), ("ua", "h chen"), ("ua", "ha chen"), ("ua", "hao chen")}
+    assert anchors(parse('au:"van der Berg"')) == {
+        ("uf", "van berg"), ("ua", "v berg"), ("ua", "va berg"), ("ua", "van berg")}
     assert anchors(parse("graph OR quantiz* OR hep-th")) == {
         ("w", "graph"), ("pw", "quantiz"), ("a", "hep-th")}
     # A phrase is filed under a pair of its adjacent words, far rarer than either word alone.

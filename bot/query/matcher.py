@@ -36,19 +36,7 @@ from bot.query.parser import (
     Text,
     is_anchored,
 )
-from bot.query.text import PersonName, plain_name, split_name, words
-
-
-def _name_keys(authors: Iterable[PersonName]) -> dict[str, frozenset[str]]:
-    """Index keys for authors' name parts: "e yoneki" for an initial, "eiko yoneki" for a name."""
-    first_letters: set[str] = set()
-    full: set[str] = set()
-    abbreviated: set[str] = set()
-    for name in authors:
-        for part in name.leading():
-            first_letters.add(f"{part.text[0]} {name.key}")
-            (abbreviated if part.abbreviated else full).add(f"{part.text} {name.key}")
-    return {"u1": frozenset(first_letters), "uf": frozenset(full), "ua": frozenset(abbreviated)}
+from bot.query.text import NamePart, PersonName, plain_name, split_name, words
 
 
 def _pairs(tokens: list[str]) -> frozenset[str]:
@@ -60,7 +48,7 @@ class PaperFeatures:
     """A paper's normalised words, authors and categories, computed once per paper."""
 
     __slots__ = ("_pairs", "_positions", "_sorted", "abstract", "abstract_set", "archives",
-                 "author_keys", "authors", "categories", "name_keys", "title", "title_set",
+                 "author_keys", "authors", "categories", "title", "title_set",
                  "word_set")
 
     def __init__(self, paper: Paper) -> None:
@@ -82,7 +70,6 @@ class PaperFeatures:
         self.word_set = self.title_set | self.abstract_set
         self.authors = tuple(n for n in map(split, paper.authors) if n is not None)
         self.author_keys = frozenset(name.key for name in self.authors)
-        self.name_keys = _name_keys(self.authors)
         listed = [listed_in(c) for c in paper.categories]
         self.categories = frozenset(category for category, _archive in listed)
         self.archives = frozenset(archive for _category, archive in listed)
@@ -219,8 +206,7 @@ def _anchor_options(node: Node) -> tuple[frozenset[AnchorKey], float] | None:
         case Archive(name):
             return frozenset({("a", name)}), _COST["a"]
         case Author(name):
-            keys = _author_keys(name)
-            return (keys, _COST["uf"]) if keys else (frozenset({("u", name.key)}), _COST["u"])
+            return _author_options(name)[:2]
         case Text(field, text_words, prefix):
             whole = text_words[:-1] if prefix else text_words
             if len(whole) >= 2:
@@ -248,6 +234,27 @@ def _anchor_options(node: Node) -> tuple[frozenset[AnchorKey], float] | None:
                 cost += option[1]
             return frozenset(keys), cost
     raise TypeError(f"not a query node: {node!r}")
+
+
+def _author_options(name: PersonName) -> tuple[frozenset[AnchorKey], float, bool]:
+    """An author query's anchor keys, their cost and whether they decide it.
+
+    A name the keys cannot decide (`J. A. Smith`, `Hao Jui Chen`) is still filed under keys
+    every match has: an author with that surname, with a part that agrees with the query's
+    first, so carrying its initial ("u1"), or for a full part of three letters or more, the
+    part itself or its abbreviations, as for a lone given name.
+    """
+    keys = _author_keys(name)
+    if keys:
+        return keys, _COST["uf"], True
+    given, surname = name.given, name.surname
+    key = surname[-1]
+    if not given and len(surname) == 1:
+        return frozenset({("u", key)}), _COST["u"], False
+    first = given[0] if given else NamePart(surname[0])
+    if not first.abbreviated and len(first.text) >= 3:
+        return _author_keys(PersonName((first,), (key,))), _COST["uf"], False
+    return frozenset({("u1", f"{first.text[0]} {key}")}), _COST["u1"], False
 
 
 def _author_keys(name: PersonName) -> frozenset[AnchorKey]:
@@ -365,10 +372,7 @@ def _term(node: Node) -> tuple[frozenset[AnchorKey], float, bool] | None:
                     _COST[key_kind], True)
         return None
     if kind is Author:
-        keys = _author_keys(node.name)
-        if keys:
-            return keys, _COST["uf"], True
-        return frozenset({("u", node.name.key)}), _COST["u"], False
+        return _author_options(node.name)
     if kind is Category:
         return frozenset({("c", node.name)}), _COST["c"], True
     if kind is Archive:
@@ -637,10 +641,11 @@ class _Compiled:
         chat_rank = self.chat_rank
         decided_keys, decided_ranks = self.decided_keys, self.decided_ranks
         chats = self.chats
-        for sub_id, plan in plans:
-            rank = len(sub_ids)
-            sub_ids.append(sub_id)
-            rank_of[sub_id] = rank
+        items = list(plans)
+        start = len(sub_ids)
+        sub_ids.extend(sub_id for sub_id, _ in items)
+        rank_of.update(zip(sub_ids[start:], range(start, len(sub_ids)), strict=True))
+        for rank, (_, plan) in enumerate(items, start):
             chat_id, _, first_keys, second_keys, exclude_keys, _, decided = plan
             chat = chat_index.get(chat_id)
             if chat is None:
@@ -789,26 +794,28 @@ class _Compiled:
     # -- what a batch's papers carry --------------------------------------------------------
 
     def _author(self, name: str) -> tuple[int, ...]:
-        # The keys of `_name_keys`, and the surname's, for this one name.
+        # The keys a paper carries for one author: the surname ("u"), and for each part before
+        # it, "e yoneki" for its initial ("u1") and "eiko yoneki" as written, full or
+        # abbreviated ("uf", "ua").
         plain = plain_name(name)
+        person = None
         if plain is not None:
             # Most names: the parts without building a PersonName (`split_name` would).
             parts, start = plain
-            key = parts.pop()
-            leading = [(text, index < start and len(text) == 1)
-                       for index, text in enumerate(parts)]
+            key = parts[-1]
         else:
             person = _person(name)
-            if person is None:
-                leading, key = [], ""
-            else:
-                leading = [(part.text, part.abbreviated) for part in person.leading()]
-                key = person.key
+            key = "" if person is None else person.key
         found: list[int] = []
         by_kind = self.by_kind
         if key in by_kind["u"]:
             found.append(by_kind["u"][key])
         if key in self.surnames:
+            if plain is not None:
+                leading = [(text, index < start and len(text) == 1)
+                           for index, text in enumerate(parts[:-1])]
+            elif person is not None:
+                leading = [(part.text, part.abbreviated) for part in person.leading()]
             initials, full, abbreviated_keys = by_kind["u1"], by_kind["uf"], by_kind["ua"]
             for text, abbreviated in leading:
                 initial = initials.get(f"{text[0]} {key}")
