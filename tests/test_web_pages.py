@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.conftest import Harness, make_paper
+from tests.conftest import ON_BOTH_ENGINES, Harness, make_paper
 from tests.fakes.webapp import WebUnderTest, announce_three_papers, web_app
 
 ADA = 7001
@@ -134,3 +134,30 @@ async def test_a_cards_later_version_says_what_changed(web: WebUnderTest) -> Non
     card = text(await web.get("paper", init, id="2611.10001"))
     assert "Routing attention at scale" in card and "v2" in card
     assert "Title was: <i>Sparse attention at scale</i>" in card
+
+
+@ON_BOTH_ENGINES
+async def test_a_long_library_lists_its_first_rows_and_reaches_every_paper(
+        web: WebUnderTest) -> None:
+    """Only the first rows are read and rendered; "Show more" lists the rest. A search finds
+    a paper beyond them, by title words, author or arXiv id, on either engine."""
+    harness, init = web.harness, web.sign(ADA)
+    await harness.ask(ADA, "/start")
+    papers = [make_paper(100 + n, title=f"Topic number {n} of many",
+                         authors=("Eiko Yoneki", f"Writer{n} Smith")) for n in range(60)]
+    await harness.services.storage.papers.upsert_many(papers, harness.clock.now())
+    for number, paper in enumerate(papers):
+        await harness.services.library.save(ADA, paper.arxiv_id, 1, None)
+        harness.clock.advance(1 + number % 2)
+    first = text(await web.get("library", init))
+    assert "60 papers" in first and first.count('class="title"') == 50
+    assert "Topic number 59 of many" in first, "newest save first"
+    assert "Topic number 9 of many" not in first and "Show more" in first
+    more = text(await web.get("library", init, shown="100"))
+    assert more.count('class="title"') == 60 and "Show more" not in more
+    assert "Topic number 0 of many" in more
+    for typed in ("topic 3", "writer3", "2611.10103", "arXiv:2611.10103v1"):
+        found = text(await web.get("library", init, q=typed))
+        assert "Topic number 3 of many" in found, typed
+    assert "1 paper" in text(await web.get("library", init, q="writer3"))
+    assert "10 papers" in text(await web.get("library", init, q="2611.1010")), "an id's start"

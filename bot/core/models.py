@@ -416,6 +416,51 @@ class LibraryEntry:
     saver: GroupMember | None = None
 
 
+class LibrarySort(StrEnum):
+    SAVED = "saved"  # newest saves first: the order the library keeps
+    UPDATED = "updated"  # newest version first
+    PUBLISHED = "published"  # newest first version first
+
+
+class LibraryLabel(StrEnum):
+    MORE = "more"  # rated 👍
+    LESS = "less"  # rated 👎
+    NONE = "none"  # not rated
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryQuery:
+    """Which of a chat's saved papers to list, in which order: the storage engine searches,
+    filters, sorts and pages them (its full-text index finds the words)."""
+
+    words: tuple[str, ...] = ()  # folded words, each the start of a word of title or authors
+    id_prefixes: tuple[str, ...] = ()  # each the start of the paper's arXiv id
+    category: str = ""  # a category ("cs.LG") or an archive ("cs", taking its categories)
+    label: LibraryLabel | None = None
+    saver: int | None = None  # in a group: saved by this user
+    sort: LibrarySort = LibrarySort.SAVED
+    offset: int = 0
+    limit: int | None = None  # None: every match
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryMatches:
+    """One page of a library query, and how many papers match it in all."""
+
+    entries: list[LibraryEntry]
+    matching: int
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryFacets:
+    """What a library's filters offer: its size, its primary categories (most common first)
+    and who saved its papers (user id, first name)."""
+
+    total: int
+    categories: list[str]
+    savers: list[tuple[int, str]]
+
+
 class Beat(StrEnum):
     """What a heartbeat records."""
 

@@ -256,6 +256,12 @@ def _operator(name: str) -> Callable[[Any], str]:
     return render
 
 
+def prepare() -> None:
+    """Load pylatexenc's tables of macros and build the converter now (a tenth of a second of
+    CPU, once a process) rather than within the first request that shows LaTeX."""
+    latex_to_unicode(r"$\alpha$ \emph{prepared}")
+
+
 @cache
 def _walker_db() -> object:
     db = latexwalker.get_default_latex_context_db()

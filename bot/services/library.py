@@ -8,7 +8,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.core.clock import Clock
-from bot.core.models import Feedback, GroupMember, LibraryEntry, Paper
+from bot.core.models import (
+    Feedback,
+    GroupMember,
+    LibraryEntry,
+    LibraryFacets,
+    LibraryMatches,
+    LibraryQuery,
+    Paper,
+)
 from bot.delivery.bibtex import PART_SEPARATOR, to_bibtex
 from bot.delivery.pages import PAGE_SIZE, page_count
 from bot.library import groups as group_library
@@ -44,17 +52,14 @@ class Library:
         entries = await self._storage.saved.entries(chat_id, (page - 1) * PAGE_SIZE, PAGE_SIZE)
         return SavedPage(entries, page, total)
 
-    async def entries(self, chat_id: int) -> list[LibraryEntry]:
-        """The whole library with who saved each paper, newest saves first."""
-        return await self._storage.saved.entries(chat_id, 0, -1)
+    async def select(self, chat_id: int, query: LibraryQuery) -> LibraryMatches:
+        """The papers `query` asks for, searched, filtered, sorted and paged by the storage
+        engine (the words through its full-text index), and how many match in all."""
+        return await self._storage.saved.select(chat_id, query)
 
-    async def fingerprint(self, chat_id: int) -> tuple[int, str | None, int | None]:
-        """What changes whenever the library does (a save or a removal): how many papers it
-        holds and its newest save. Cheap: two small reads, not the whole library."""
-        count = await self._storage.saved.count(chat_id)
-        newest = await self._storage.saved.entries(chat_id, 0, 1)
-        return (count, newest[0].paper.arxiv_id, newest[0].paper.version) if newest else (
-            count, None, None)
+    async def facets(self, chat_id: int) -> LibraryFacets:
+        """The library's size, primary categories (most common first) and savers."""
+        return await self._storage.saved.facets(chat_id)
 
     async def labels(self, chat_id: int) -> dict[str, Feedback]:
         """The chat's 👍 / 👎 on papers, by arXiv id."""

@@ -31,6 +31,9 @@ from bot.core.models import (
     IntegrityCheck,
     Leadership,
     LibraryEntry,
+    LibraryFacets,
+    LibraryMatches,
+    LibraryQuery,
     OutboxRow,
     Paper,
     PaperChange,
@@ -635,6 +638,13 @@ class SavedRepository(Protocol):
 
     async def entries(self, chat_id: int, offset: int, limit: int) -> list[LibraryEntry]:
         """One page of the chat's library with who saved each paper, newest saved first."""
+
+    async def select(self, chat_id: int, query: LibraryQuery) -> LibraryMatches:
+        """The library's papers that `query` asks for (its words found by the engine's
+        full-text index), in its order, one page of them, and how many match in all."""
+
+    async def facets(self, chat_id: int) -> LibraryFacets:
+        """What the library's filters offer: its size, its primary categories and savers."""
 
     async def page(self, chat_id: int, offset: int, limit: int) -> list[Paper]:
         """One page of the chat's library, newest saved first."""

@@ -7,7 +7,6 @@ Each method returns the template to render and its values; the server adds the l
 
 from __future__ import annotations
 
-import time
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,7 +19,6 @@ from bot.core.models import (
     Chat,
     DeliveryMode,
     FollowStatus,
-    LibraryEntry,
 )
 from bot.core.text import escape
 from bot.delivery.latex import latex_to_unicode
@@ -36,8 +34,6 @@ from bot.web.access import Viewer
 LIBRARY_PAGE = 50  # rows listed at first; "Show more" adds as many again
 MAX_QUERY_INPUT = 300  # as a chat command's argument
 CHART_DAYS = 14
-SHELF_SECONDS = 30.0  # a library kept between searches is read again after this long
-SHELVES = 64  # libraries kept at once (each a list of its papers)
 
 Values = dict[str, Any]
 
@@ -75,8 +71,6 @@ def plain(text: str | None) -> str:
 class Pages:
     def __init__(self, services: Services) -> None:
         self._services = services
-        # Each chat's library as last read: (fingerprint, when, entries), the oldest first.
-        self._shelves: dict[int, tuple[tuple[Any, ...], float, list[LibraryEntry]]] = {}
 
     async def chat(self, viewer: Viewer) -> Chat | None:
         """The chat's record; a private chat the bot has no record of yet is recorded (its
@@ -126,34 +120,18 @@ class Pages:
 
     # -- library ----------------------------------------------------------------------------
 
-    async def _entries(self, chat_id: int) -> list[LibraryEntry]:
-        """The whole library, kept between requests while its fingerprint holds, for at most
-        SHELF_SECONDS (a saved paper's new version shows within that)."""
-        library, now = self._services.library, time.monotonic()
-        fingerprint = await library.fingerprint(chat_id)
-        kept = self._shelves.pop(chat_id, None)
-        if kept is None or kept[0] != fingerprint or now - kept[1] > SHELF_SECONDS:
-            kept = (fingerprint, now, await library.entries(chat_id))
-        self._shelves[chat_id] = kept
-        while len(self._shelves) > SHELVES:
-            del self._shelves[next(iter(self._shelves))]
-        return kept[2]
-
-    async def _selected(self, viewer: Viewer, get: Mapping[str, str]
-                        ) -> tuple[shelf.Selection, list[Any], list[Any], dict[str, Any]]:
-        library = self._services.library
-        selection = shelf.Selection.from_arguments(get)
-        entries = await self._entries(viewer.chat_id)
-        labels = await library.labels(viewer.chat_id)
-        return selection, entries, shelf.select(entries, selection, labels), labels
-
     async def library(self, viewer: Viewer, record: Chat | None,
                       get: Mapping[str, str]) -> Rendered:
-        selection, entries, chosen, labels = await self._selected(viewer, get)
+        """The first rows of the selection (LIBRARY_PAGE, or `shown` after "Show more"): the
+        storage engine searches, filters, sorts and counts; only the rows shown are read."""
+        library = self._services.library
+        selection = shelf.Selection.from_arguments(get)
         shown = get.get("shown", "")
         limit = min(int(shown), 5000) if shown.isdecimal() and len(shown) < 6 else LIBRARY_PAGE
+        found = await library.select(viewer.chat_id, selection.library_query(limit))
+        facets = await library.facets(viewer.chat_id)
+        labels = await library.labels(viewer.chat_id)
         lang = record.language if record else viewer.telegram_language
-        savers = {e.saver.user_id: e.saver.first_name for e in entries if e.saver is not None}
         rows = [{
             "id": e.paper.arxiv_id, "version": e.paper.version, "title": plain(e.paper.title),
             "authors": shorten_authors([plain(a) for a in e.paper.authors], lang=lang),
@@ -162,23 +140,24 @@ class Pages:
             "published": e.paper.published.strftime("%Y-%m-%d") if e.paper.published else "",
             "label": labels.get(e.paper.arxiv_id),
             "saver": e.saver.first_name if e.saver is not None else None,
-        } for e in chosen[:limit]]
+        } for e in found.entries]
         part = "_library_results.html" if get.get("part") == "results" else "library.html"
         return Rendered(part, {
             "selection": selection, "arguments": selection.arguments(), "rows": rows,
-            "total": len(entries), "matching": len(chosen), "more": len(chosen) > limit,
-            "next_shown": limit + LIBRARY_PAGE, "categories": shelf.categories(entries),
-            "savers": sorted(savers.items(), key=lambda s: s[1].casefold()),
+            "total": facets.total, "matching": found.matching,
+            "more": found.matching > len(rows), "next_shown": limit + LIBRARY_PAGE,
+            "categories": facets.categories, "savers": facets.savers,
         })
 
     async def bibtex(self, viewer: Viewer, get: Mapping[str, str]) -> Rendered:
-        _, _, chosen, _ = await self._selected(viewer, get)
+        selection = shelf.Selection.from_arguments(get)
+        found = await self._services.library.select(viewer.chat_id, selection.library_query())
 
         async def written(done: int) -> None:
             return None
 
-        text = await self._services.library.bibtex([e.paper for e in chosen], written)
-        return Rendered("bibtex.html", {"text": text, "count": len(chosen)})
+        text = await self._services.library.bibtex([e.paper for e in found.entries], written)
+        return Rendered("bibtex.html", {"text": text, "count": len(found.entries)})
 
     async def paper(self, viewer: Viewer, record: Chat | None, arxiv_id: str,
                     notice: str | None = None) -> Rendered:

@@ -191,6 +191,25 @@ class PaperRepository(SqlitePapers):
 
 class SavedRepository(SqliteSaved):
     _NO_LIMIT = None  # LIMIT NULL: every row
+    _IN_CATEGORY = ("EXISTS (SELECT 1 FROM json_array_elements_text(p.categories::json) "
+                    "AS c(value) WHERE c.value = :category OR c.value LIKE :archive "
+                    "ESCAPE '\\')")
+    _FIRST_CATEGORY = "(p.categories::json ->> 0)"
+
+    @staticmethod
+    def _text_match(words: Sequence[str], params: dict[str, Any]) -> str:
+        """Papers whose title or authors have a word starting with each of `words` (a single
+        letter: that word), case folded; accents are not (authors are stored as JSON, "Núñez"
+        as "N\\u00fa\\u00f1ez"). Not through the GIN index of inline search (upgrade 17): it
+        holds the abstracts too, and PostgreSQL, planning from the library's rows, computes
+        to_tsvector of each paper instead (186 ms for a thousand, bench/webapp.py); a pattern
+        over the library's own titles and authors costs what the library's size does."""
+        conditions = []
+        for number, word in enumerate(words):
+            escaped = "".join(ch if ch.isalnum() else "\\" + ch for ch in word)
+            params[f"word{number}"] = r"\m" + escaped + ("" if len(word) > 1 else r"\M")
+            conditions.append(f"(p.title || ' ' || p.authors) ~* :word{number}")
+        return " AND ".join(conditions)
 
     async def save_many(self, chat_id: int, papers: Iterable[tuple[str, int]], now: float,
                         saver: GroupMember | None = None) -> int:

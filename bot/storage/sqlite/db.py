@@ -7,7 +7,7 @@ import contextlib
 import logging
 import shlex
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -200,7 +200,8 @@ class Database:
         await self._conn.close()
 
     @asynccontextmanager
-    async def _read(self, sql: str, params: Sequence[Any]) -> AsyncIterator[aiosqlite.Cursor]:
+    async def _read(self, sql: str, params: Sequence[Any] | Mapping[str, Any]
+                    ) -> AsyncIterator[aiosqlite.Cursor]:
         with engine_errors(self.path):
             if self._reader is not None:
                 async with self._reader.execute(sql, params) as cursor:
@@ -273,17 +274,21 @@ class Database:
             cursor = await conn.execute(sql, params)
             return cursor.rowcount
 
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+    async def fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
+                       ) -> sqlite3.Row | None:
         """One row, as last committed."""
         async with self._read(sql, params) as cursor:
             return await cursor.fetchone()
 
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    async def fetchall(self, sql: str, params: Iterable[Any] | Mapping[str, Any] = ()
+                       ) -> list[sqlite3.Row]:
         """All rows, as last committed."""
-        async with self._read(sql, tuple(params)) as cursor:
+        # Named parameters (`:name`) come as a mapping, SQLite's own `?` as any iterable.
+        async with self._read(sql, params if isinstance(params, Mapping) else tuple(params)
+                              ) as cursor:
             return list(await cursor.fetchall())
 
-    async def fetchval(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    async def fetchval(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
         row = await self.fetchone(sql, params)
         return None if row is None else row[0]
 
