@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,68 +114,106 @@ async def check_page(page: Any, folder: Path, name: str) -> None:
     assert widths[0] <= widths[1], f"{name} scrolls sideways: {widths}"
 
 
+@dataclass(frozen=True)
+class Words:
+    """What the pages and the chat say in one language, as the change test looks for it."""
+
+    language_code: str  # the user's Telegram's, which the chat takes at /start
+    suffix: str  # of the screenshots' names
+    front: str
+    library: str
+    subscriptions: str
+    settings: str
+    papers: str  # "{count} papers"
+    removed: str
+    saved: str
+    unsave: str
+    save: str
+    follow_hint: str
+    preview: str
+    following: str
+    instant: str
+    digest_set: str
+    digest_told: str  # a pattern of /digest's answer in the chat
+
+
+ENGLISH = Words("en", "", "arXiv at a glance", "Library", "Subscriptions", "Settings",
+                "{count} paper", "Removed from your library", "Saved to your library",
+                "Unsave", "Save", "Follow a category", "would have matched 1 paper",
+                "Following #1", "instant alerts", "a daily digest at 07:45",
+                r"daily digest at 07:45")
+CHINESE = Words("zh-hans", "-zh", "arXiv 速览", "收藏夹", "订阅", "设置", "{count} 篇论文",
+                "已取消收藏", "已收藏", "取消收藏", "收藏", "订阅分类",
+                "可匹配到 1 篇论文", "已订阅 #1", "即时推送", "已设为每天 07:45",
+                r"每天 07:45")
+
+
+@pytest.mark.parametrize("words", [ENGLISH, CHINESE], ids=["en", "zh"])
 async def test_every_page_works_and_the_chat_sees_each_change(
         browser: Any, tmp_path: Path, fake_telegram: FakeTelegram,
-        fake_arxiv: FakeArxivServer) -> None:
+        fake_arxiv: FakeArxivServer, words: Words) -> None:
     async with running_bot(tmp_path, fake_telegram, fake_arxiv) as web:
         harness = web.harness
-        await harness.ask(ADA, "/start")
+        await harness.ask(ADA, "/start", language_code=words.language_code)
         for number in (1, 2, 3):
             await harness.services.library.save(ADA, f"2611.{10000 + number}", 1, None)
             harness.clock.advance(60)
-        page = await open_mini_app(browser, web, web.sign(ADA))
+        init = init_data(harness.settings.telegram_bot_token, ADA, harness.clock.now(),
+                         language_code=words.language_code)
+        page = await open_mini_app(browser, web, init)
+        three, one = (words.papers.format(count=n) for n in (3, 1))
 
-        await shown(page, "arXiv at a glance")
+        await shown(page, words.front)
         assert await page.locator("svg.chart rect.new").count() == 14
-        await check_page(page, tmp_path, "front")
+        await check_page(page, tmp_path, "front" + words.suffix)
 
-        await page.click("nav >> text=Library")
-        await shown(page, "3 papers")
+        await page.click(f"nav >> text={words.library}")
+        await shown(page, three)
         await page.fill("input[name=q]", "nunez")
-        await shown(page, "1 paper")
+        await shown(page, one)
         assert await page.locator("ul.papers li").count() == 1
         await page.fill("input[name=q]", "")
-        await shown(page, "3 papers")
+        await shown(page, three)
         await page.select_option("select[name=sort]", "saved")
-        await shown(page, "3 papers")
+        await shown(page, three)
         titles = await page.locator("ul.papers .title").all_inner_texts()
         assert titles[0].startswith("Diffusion with α"), titles  # newest save first
-        await check_page(page, tmp_path, "library")
+        await check_page(page, tmp_path, "library" + words.suffix)
 
         await page.click("text=Graph neural networks for chemistry")
         await shown(page, "Ana Núñez")
-        await check_page(page, tmp_path, "card")
+        await check_page(page, tmp_path, "card" + words.suffix)
         await page.click("a:has-text('PDF')")
         assert await page.evaluate("window.__opened") == "https://arxiv.org/pdf/2611.10002v1"
         assert page.url == f"{web.url}/", "another site opens outside the Mini App"
-        await page.click("button:has-text('Unsave')")
-        await shown(page, "Removed from your library")
-        saved = await harness.ask(ADA, "/saved")
+        await page.click(f"button:text-is('{words.unsave}')")
+        await shown(page, words.removed)
+        saved = await harness.ask(ADA, "/saved", language_code=words.language_code)
         assert "Graph neural networks" not in saved.text
-        await page.click("button:has-text('Save')")
-        await shown(page, "Saved to your library")
-        saved = await harness.ask(ADA, "/saved")
+        await page.click(f"button:text-is('{words.save}')")
+        await shown(page, words.saved)
+        saved = await harness.ask(ADA, "/saved", language_code=words.language_code)
         assert "Graph neural networks" in saved.text
 
-        await page.click("nav >> text=Subscriptions")
-        await shown(page, "Follow a category")
+        await page.click(f"nav >> text={words.subscriptions}")
+        await shown(page, words.follow_hint)
         await page.fill("input[name=query]", "ti:sparse")
-        await shown(page, "would have matched 1 paper")
+        await shown(page, words.preview)
         await shown(page, "Sparse attention at scale")
         await page.click("form.follow button")
-        await shown(page, "Following #1")
-        await check_page(page, tmp_path, "subscriptions")
-        listed = await harness.ask(ADA, "/list")
+        await shown(page, words.following)
+        await check_page(page, tmp_path, "subscriptions" + words.suffix)
+        listed = await harness.ask(ADA, "/list", language_code=words.language_code)
         assert "ti:sparse" in listed.text
 
-        await page.click("nav >> text=Settings")
-        await shown(page, "instant alerts")
+        await page.click(f"nav >> text={words.settings}")
+        await shown(page, words.instant)
         await page.fill("input[type=time]", "07:45")
         await page.click("form:has(input[type=time]) button")
-        await shown(page, "a daily digest at 07:45")
-        await check_page(page, tmp_path, "settings")
-        digest = await harness.ask(ADA, "/digest")
-        assert re.search(r"daily digest at 07:45", digest.text), digest.text
+        await shown(page, words.digest_set)
+        await check_page(page, tmp_path, "settings" + words.suffix)
+        digest = await harness.ask(ADA, "/digest", language_code=words.language_code)
+        assert re.search(words.digest_told, digest.text), digest.text
         await page.context.close()
 
 
