@@ -26,15 +26,20 @@ which is what `evaluate` does) on every announced version as generated (not as t
 it), plus every revision of a paper the chat had saved. To keep that affordable the bench skips
 evaluating a query on a paper that carries none of the query's terms (then every term is false,
 so the query's value is its value on an empty paper); a daily spot check evaluates every query on
-sampled papers without that shortcut. Deliveries are read back from the messages the fake
-Telegram received (the versioned ids on the Save buttons, cross-checked with the message text).
+sampled papers without that shortcut. One rule of the bot's is modelled: a chat that blocked the
+bot, once a send to it was refused (a 403, seen in the fake Telegram's log), is not matched until
+it writes again, so the papers ingested meanwhile are not expected there (counted apart).
+Deliveries are read back from the messages the fake Telegram received (the versioned ids on
+the Save buttons, cross-checked with the message text).
 
 The fake Telegram and the bench's bookkeeping (writing feeds, the expectation, the comparison)
 run in two child processes, so the process whose memory is reported (RSS at the end of every
 simulated day, ru_maxrss, and tracemalloc's peak over the first and the last weekday's ingest)
-holds the bot, the fake arXiv's server thread and a thin schedule only. The production bot sends
-through PTB's AIORateLimiter, which waits on the real clock, so the soak gives the `Sender` a
-plain `telegram.Bot` and lets the virtual-time `Pacer` do the pacing.
+holds the bot, the fake arXiv's server thread and a thin schedule only. `--memory-detail`
+prints where that memory is once a day (bench/memprobe.py: anonymous and file-backed, malloc's
+in use and free, pymalloc's arenas, SQLite's) and names the event after which it grew. The
+production bot sends through PTB's AIORateLimiter, which waits on the real clock, so the soak
+gives the `Sender` a plain `telegram.Bot` and lets the virtual-time `Pacer` do the pacing.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from telegram import Bot
 
+from bench import memprobe
 from bench.vocabulary import load_vocabulary
 from bot.arxiv.calendar import HOLIDAYS, ArxivCalendar
 from bot.arxiv.plan import build_feed_plan
@@ -450,22 +456,43 @@ class TelegramSide:
 
     def __init__(self) -> None:
         self.tg = FakeTelegram(TOKEN).start()
+        self.blocked: dict[int, bool] = {}  # chat blocking the bot -> a send to it was refused
 
     def api_url(self) -> str:
         return self.tg.api_url
 
     def block(self, chat_id: int) -> None:
         self.tg.block_chat(chat_id)
+        self.blocked[chat_id] = False
 
     def unblock(self, chat_id: int) -> None:
         self.tg.unblock_chat(chat_id)
+        self.blocked.pop(chat_id, None)
+
+    def refused(self) -> list[int]:
+        """The chats blocking the bot that it has been told so: a send to them got a 403."""
+        self._note_refusals()
+        return sorted(chat_id for chat_id, told in self.blocked.items() if told)
+
+    def _note_refusals(self) -> None:
+        for call in self.tg.calls:
+            if call.status == 403 and (chat := _chat_of(call.params)) in self.blocked:
+                self.blocked[chat] = True
 
     def take(self) -> list[Delivery]:
         # The fake keeps every message and request; forgetting them daily keeps it flat.
+        self._note_refusals()
         return [_delivery(m) for m in self.tg.take_messages()]
 
     def close(self) -> None:
         self.tg.stop()
+
+
+def _chat_of(params: dict[str, Any]) -> int | None:
+    try:
+        return int(params.get("chat_id"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
 
 
 def _delivery(message: SentMessage) -> Delivery:
@@ -553,6 +580,10 @@ class WorldSide:
         self.month_counters: Counter[str] = Counter()
         self.prepared: dict[int, tuple[list[Paper], list[set[int]]]] = {}
         self.expected: set[tuple[int, str, int]] = set()
+        # Published, not yet ingested: the poll that ingests them says which chats the bot
+        # knows to have blocked it (those are not matched: reliability.md, Telegram faults).
+        self.pending: set[tuple[int, str, int]] = set()
+        self.not_matched_blocked: set[tuple[int, str, int]] = set()
         self.delivered: Counter[tuple[int, str, int]] = Counter()
         self.kinds: Counter[str] = Counter()
         self.text_mismatches = 0
@@ -631,12 +662,14 @@ class WorldSide:
         self.prepared[day] = (papers, reached)
         self.seconds += time.perf_counter() - started
 
-    def publish(self, day: int, saved: list[tuple[int, str]], stale: bool = False
-                ) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]], list[Paper]]:
+    def publish(self, day: int, saved: list[tuple[int, str]], stale: bool,
+                refused: list[int]) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]],
+                                             list[Paper]]:
         """The feeds of day `day` (prepared before); savers of revised papers must hear too.
         On a stale day also the listing page of every name polled, and the papers the API
-        must know."""
+        must know. `refused`: see `ingesting`, for the previous publish."""
         started = time.perf_counter()
+        self.ingesting(refused)
         papers, reached = self.prepared.pop(day)
         savers_of: dict[str, list[int]] = {}
         for chat_id, arxiv_id in saved:
@@ -651,7 +684,7 @@ class WorldSide:
                 chats = chats | set(savers)
             else:
                 self.counts["new versions"] += 1
-            self.expected.update((chat_id, paper.arxiv_id, paper.version) for chat_id in chats)
+            self.pending.update((chat_id, paper.arxiv_id, paper.version) for chat_id in chats)
         midnight = START + timedelta(days=day)
         bodies = []
         for path in self.feed_paths:
@@ -669,6 +702,16 @@ class WorldSide:
         self.seconds += time.perf_counter() - started
         return bodies, listings, papers if stale else []
 
+    def ingesting(self, refused: list[int]) -> None:
+        """A poll begins that ingests what was published since the last one; `refused` are the
+        chats blocking the bot to which a send was refused (a 403) before it. The bot marks
+        such a chat inactive and does not match it until it writes again, so papers it ingests
+        now are not expected there."""
+        known = set(refused)
+        for key in self.pending:
+            (self.not_matched_blocked if key[0] in known else self.expected).add(key)
+        self.pending.clear()
+
     # -- the comparison
 
     def record(self, deliveries: list[Delivery]) -> None:
@@ -678,7 +721,8 @@ class WorldSide:
             for arxiv_id, version in ids:
                 self.delivered[(chat_id, arxiv_id, version)] += 1
 
-    def report(self) -> dict[str, Any]:
+    def report(self, refused: list[int]) -> dict[str, Any]:
+        self.ingesting(refused)
         delivered = set(self.delivered)
         missed = sorted(self.expected - delivered)
         unexpected = sorted(delivered - self.expected)
@@ -694,6 +738,8 @@ class WorldSide:
             "spot_checked": self.expectation.spot_checked,
             "spot_disagreements": self.expectation.spot_disagreements[:5],
             "subscriptions": len(self.expectation.subs),
+            "not_matched_blocked": len(self.not_matched_blocked),
+            "blocked_chats": len({chat for chat, _, _ in self.not_matched_blocked}),
         }
 
 
@@ -756,6 +802,9 @@ class Soak:
         self.pruned = [0, 0]
         self.memory: list[tuple[float, float, float | None]] = []  # rss, max rss, traced peak
         self.loads: list[float] = []  # the 1-minute load average at the end of each day
+        self.objects: Counter[str] = Counter()  # gc-tracked objects by type (--memory-detail)
+        self.refused: list[int] | None = []  # blocked chats told so at the last ingest
+        self.grown: tuple[int, float] = (0, 0.0)  # the most pymalloc arenas and malloc heap yet
 
     async def setup(self, arxiv: FakeArxivServer) -> None:
         self.arxiv = arxiv
@@ -807,6 +856,10 @@ class Soak:
     # -- the bot's jobs
 
     async def poll(self, traced: bool) -> None:
+        if self.refused is None:
+            # The first poll after the feed changed ingests it: what it ingests is expected
+            # except in chats the bot knows blocked it (told at the next publish).
+            self.refused = self.telegram.call("refused")
         if traced:  # tracemalloc slows Python down several times: only on sampled polls
             tracemalloc.start()
         started = time.perf_counter()
@@ -843,7 +896,9 @@ class Soak:
     def publish(self, day: int) -> None:
         started = time.perf_counter()
         stale = day in STALE_DAYS
-        bodies, listings, papers = self.world.call("publish", day, sorted(self.saved), stale)
+        bodies, listings, papers = self.world.call("publish", day, sorted(self.saved), stale,
+                                                   self.refused or [])
+        self.refused = None
         for path, body in bodies:
             self.arxiv.set_feed(path, body)
         if stale:
@@ -868,6 +923,21 @@ class Soak:
                 self.telegram.call("unblock", plan.chat_id)
                 # The chat writes to the bot again: what the bot's first handler records.
                 await self.storage.chats.record(plan.chat_id, plan.kind, None, plan.language, now)
+
+    def watch_growth(self, day: int, hour: float, what: str) -> None:
+        """Name the event after which pymalloc's arenas or malloc's heap grew (--memory-detail)."""
+        arenas = memprobe.pymalloc().get("arenas", 0)
+        heap = memprobe.mallinfo().get("arena", 0.0)
+        last_arenas, last_heap = self.grown
+        if arenas - last_arenas >= 3 or heap - last_heap >= 5:
+            print(f"  grew day {day + 1} {hour:05.2f} {what}: pymalloc arenas {last_arenas} -> "
+                  f"{arenas}, malloc heap {last_heap:.0f} -> {heap:.0f} MB, RSS {rss_mb():.0f}",
+                  flush=True)
+        self.grown = (max(arenas, last_arenas), max(heap, last_heap))
+        if self.args.trim_probe and what == "save":
+            before = rss_mb()
+            memprobe.malloc_trim()
+            print(f"  trim probe day {day + 1}: RSS {before:.0f} -> {rss_mb():.0f} MB", flush=True)
 
     def harvest(self) -> None:
         deliveries = self.telegram.call("take")
@@ -922,6 +992,8 @@ class Soak:
             elif what == "save":
                 self.harvest()
                 await self.save_some()
+            if self.args.memory_detail:
+                self.watch_growth(day, hour, what)
         self.harvest()
         max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         self.memory.append((rss_mb(), max_rss, self.traced_peak))
@@ -934,6 +1006,16 @@ class Soak:
             print(f"day {day + 1:2d} {midnight:%a %Y-%m-%d}: {self.messages:,} messages so far, "
                   f"RSS {self.memory[-1][0]:.0f} MB, database {db_mb:.1f} MB "
                   f"({free_mb:.1f} MB free pages), {papers:,} papers", flush=True)
+        if self.args.memory_detail:
+            print(f"  memory day {day + 1}: {memprobe.line(self.memory[-1][0])}", flush=True)
+            if day + 1 in self.args.object_days:
+                counts = memprobe.object_counts()
+                grown = (counts - self.objects).most_common(12) if self.objects else []
+                print(f"  objects day {day + 1}: " + ", ".join(
+                    f"{k} {v:,}" for k, v in (grown or counts.most_common(12))), flush=True)
+                print("  file mappings: " + ", ".join(
+                    f"{k} {v:.0f}" for k, v in memprobe.file_mappings()), flush=True)
+                self.objects = counts
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -961,7 +1043,7 @@ async def run(args: argparse.Namespace) -> int:
         db_bytes = await soak.storage.size_bytes()
         free_bytes = await soak.storage.free_bytes()
         files = sum(p.stat().st_size for p in folder.iterdir())
-        checked = world.call("report")
+        checked = world.call("report", soak.refused or [])
     finally:
         await soak.close()
         arxiv.stop()
@@ -1001,6 +1083,9 @@ def report(soak: Soak, args: argparse.Namespace, checked: dict[str, Any],
     print(f"alerts expected: {checked['expected']:,} "
           f"({checked['expected'] / max(1, weekdays) / args.chats:.1f} per chat per weekday; "
           f"{counts['expected only as saved']:,} only because the chat saved the paper)")
+    print(f"not expected: {checked['not_matched_blocked']:,} alerts of papers ingested while "
+          f"the bot knew the chat had blocked it (a send got a 403; not matched until it writes "
+          f"again), in {checked['blocked_chats']} chats")
     print(f"alerts sent (distinct): {checked['delivered']:,}")
     print(f"duplicates: {checked['duplicates']:,}")
     print(f"missed: {checked['missed']:,}")
@@ -1080,12 +1165,25 @@ def main() -> None:
                            help="skip tracemalloc on the first and last weekday's ingest")
     arguments.add_argument("--keep-db", action="store_true", help="keep the database folder")
     arguments.add_argument("--verbose", action="store_true", help="print a line per day")
+    arguments.add_argument("--memory-detail", action="store_true",
+                           help="print where the memory is (bench/memprobe.py) once a day")
+    arguments.add_argument("--object-days", type=lambda t: {int(d) for d in t.split(",")},
+                           default=set(), help="days (1,10,30) to count objects by type on")
+    arguments.add_argument("--trim-probe", action="store_true",
+                           help="with --memory-detail: malloc_trim(0) daily, RSS before and after")
     arguments.add_argument("--no-arena-cap", dest="arena_cap", action="store_false",
                            help="leave glibc's malloc arenas uncapped (the bot caps them)")
+    arguments.add_argument("--python-malloc", choices=("pymalloc", "malloc"),
+                           help="run under PYTHONMALLOC=... (the soak starts itself again)")
     args = arguments.parse_args()
+    if args.python_malloc and os.environ.get("PYTHONMALLOC") != args.python_malloc:
+        os.execve(sys.executable, [sys.executable, *sys.argv],
+                  {**os.environ, "PYTHONMALLOC": args.python_malloc})
     # As `python -m bot` does at start (bot/core/memory.py), before any thread allocates.
     capped = args.arena_cap and cap_malloc_arenas()
-    print(f"malloc arenas: {'capped at ' + str(ARENA_MAX) if capped else 'uncapped'}")
+    print(f"malloc arenas: {'capped at ' + str(ARENA_MAX) if capped else 'uncapped'}"
+          + (f"; PYTHONMALLOC={os.environ['PYTHONMALLOC']}" if "PYTHONMALLOC" in os.environ
+             else ""))
     if args.days < 1 or args.chats < len(NON_CS) + 10:
         arguments.error(f"need --days >= 1 and --chats >= {len(NON_CS) + 10}")
     sys.exit(asyncio.run(run(args)))

@@ -1,10 +1,16 @@
-"""The process's memory: glibc's malloc arenas capped from inside the process.
+"""The process's memory: glibc's malloc arenas capped, and freed memory handed back.
 
 glibc gives each thread that allocates its own arena, up to eight per core; the bot's threads
 (the database's, the matcher's worker pool, httpx's resolver) each fill one with the day's
 polls, and an arena's freed memory stays with the process. A 30-day soak grew 147 → 226 MB
 that way, in steps; with two arenas it held at 142 MB. `MALLOC_ARENA_MAX=2` in the
 environment does the same, but only if the operator sets it before start; this needs nothing.
+
+Even in two arenas, what a big round frees (a feed's parse, the ranker's fit over thousands of
+papers: tens of MB of arrays and strings) stays with the process: glibc gives memory back by
+itself only from the top of its main heap, and the holes below stay resident. A 90-day soak
+held 60–90 MB so; `release_free_memory` (glibc's `malloc_trim`) after such a round gives the
+free pages back (docs/performance.md, "Ninety simulated days").
 """
 
 from __future__ import annotations
@@ -14,11 +20,26 @@ import ctypes.util
 import logging
 import os
 import sys
+import threading
 
 log = logging.getLogger(__name__)
 
 M_ARENA_MAX = -8  # mallopt's parameter number for the arena cap (glibc's malloc.h)
 ARENA_MAX = 2
+
+_libc: ctypes.CDLL | None = None
+_trim_lock = threading.Lock()
+
+
+def _glibc() -> ctypes.CDLL | None:
+    global _libc
+    if _libc is None and sys.platform.startswith("linux"):
+        name = ctypes.util.find_library("c")
+        try:
+            _libc = ctypes.CDLL(name) if name else ctypes.CDLL(None)
+        except OSError:
+            return None
+    return _libc
 
 
 def cap_malloc_arenas(arenas: int = ARENA_MAX) -> bool:
@@ -27,14 +48,26 @@ def cap_malloc_arenas(arenas: int = ARENA_MAX) -> bool:
     C library (musl, macOS) there is nothing to cap."""
     if not sys.platform.startswith("linux") or os.environ.get("MALLOC_ARENA_MAX"):
         return False
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else ctypes.CDLL(None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    libc = _glibc()
+    mallopt = getattr(libc, "mallopt", None)
+    if mallopt is None:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     if mallopt(M_ARENA_MAX, arenas) != 1:
         log.debug("mallopt(M_ARENA_MAX) refused; arenas stay uncapped")
         return False
     return True
+
+
+def release_free_memory() -> bool:
+    """Give the pages malloc holds free back to the system (glibc's `malloc_trim(0)`, which
+    also returns whole free pages inside its heaps, not only at their top); True if any went.
+    Nothing to do on another C library. Meant after a big round, off the event loop: it walks
+    every arena (a few ms for a few hundred MB). Two calls at once wait for each other."""
+    libc = _glibc()
+    trim = getattr(libc, "malloc_trim", None)
+    if trim is None:
+        return False
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    with _trim_lock:
+        return bool(trim(0))

@@ -1,21 +1,27 @@
 """The ranker as the bot uses it: labels and papers from storage, models kept there too.
 
-Fitting, training and scoring run in a worker thread (`asyncio.to_thread`); only storage reads
-and writes happen on the event loop. A chat's model is retrained only when its labels or the
-vocabulary changed since it was trained (both are fingerprinted), so a restart retrains nothing
-that is current.
+Fitting, training and scoring run in a worker thread (`asyncio.to_thread`), a big corpus's
+vocabulary fit in a child process besides (its memory goes with it: `_fitted_apart`); only
+storage reads and writes happen on the event loop. A chat's model is retrained only when its
+labels or the vocabulary changed since it was trained (both are fingerprinted), so a restart
+retrains nothing that is current.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import multiprocessing
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
 
+from bot.core.memory import release_free_memory
 from bot.core.models import Paper
 from bot.ranking.features import FEATURES, Vocabulary, fit_vocabulary
 from bot.ranking.model import (
@@ -32,6 +38,8 @@ from bot.ranking.model import (
 from bot.storage import Storage
 from bot.storage.interfaces import StoredModel, StoredVocabulary
 
+log = logging.getLogger(__name__)
+
 FOR_YOU_THRESHOLD = 0.0  # the classifier's own boundary: above it, the model calls it a match
 FOR_YOU_WINDOW = 86_400  # seconds: a day's papers are the candidates
 FOR_YOU_CANDIDATES = 5_000  # at most this many recent papers per chat
@@ -42,6 +50,7 @@ REFIT_GROWTH = 2  # a store that doubled since the fit (below CORPUS_PAPERS) is 
 CORPUS_RELOAD = 600  # seconds: how stale the in-memory corpus and the growth check may be
 SCORE_BATCH_CHATS = 1_000  # chats whose models are loaded at once while scoring
 ROW_CACHE_PAPERS = 20_000  # recent papers whose tf-idf rows are kept (about 20 MB)
+FIT_APART_PAPERS = 1_000  # from this many papers the vocabulary is fitted in a child process
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,11 +139,14 @@ class Ranker:
     async def refit(self) -> Vocabulary | None:
         """Fit the vocabulary on the stored corpus again (models retrain when next needed)."""
         papers = await self._store.rankings.corpus(CORPUS_PAPERS)
-        vocabulary = await asyncio.to_thread(fit_vocabulary, papers)
-        if vocabulary is None:
+        self._corpus = None  # rows of the old vocabulary: dropped before the fit, not after it
+        fitted = await asyncio.to_thread(
+            _fitted_apart if len(papers) >= FIT_APART_PAPERS else _fitted, papers)
+        if fitted is None:
             return None
+        vocabulary, terms = fitted
         await self._store.rankings.put_vocabulary(StoredVocabulary(
-            vocabulary.fingerprint, vocabulary.dump(), len(papers), self._now()))
+            vocabulary.fingerprint, terms, len(papers), self._now()))
         self._vocabulary, self._corpus = vocabulary, None
         return vocabulary
 
@@ -289,7 +301,7 @@ class Ranker:
             papers = tuple(await self._store.rankings.corpus(CORPUS_PAPERS))
             kept = corpus if corpus is not None and corpus.vocabulary == vocabulary.fingerprint \
                 else None
-            matrix = await asyncio.to_thread(_rows_reusing, vocabulary, papers, kept)
+            matrix = await asyncio.to_thread(_rows_released, vocabulary, papers, kept)
             corpus = _Corpus(papers, {p.arxiv_id: i for i, p in enumerate(papers)}, matrix,
                              vocabulary.fingerprint, now)
             self._corpus = corpus
@@ -320,6 +332,61 @@ def _rows_reusing(vocabulary: Vocabulary, papers: Sequence[Paper],
             order.append(next_old)
             next_old += 1
     return stacked[order]
+
+
+def _fitted(papers: Sequence[Paper]) -> tuple[Vocabulary, bytes] | None:
+    """The vocabulary fitted on `papers` and its stored form, as a restart would load it.
+
+    Fitting counts every word and pair of words of thousands of papers (tens of MB of small
+    strings) to keep 20,000; the kept terms are strings of that count, strewn over all the
+    memory it took, which they would hold for a week. Reloaded from its stored form the same
+    vocabulary (same terms, weights and fingerprint) sits in fresh memory, and the fit's goes
+    back to the system (`release_free_memory`)."""
+    fitted = fit_vocabulary(papers)
+    if fitted is None:
+        return None
+    terms = fitted.dump()
+    del fitted
+    vocabulary = Vocabulary.load(terms)
+    release_free_memory()
+    return vocabulary, terms
+
+
+def _fitted_apart(papers: Sequence[Paper]) -> tuple[Vocabulary, bytes] | None:
+    """`_fitted`, with the fit itself in a child process (spawned, as the bot has threads).
+
+    A fit over 5,000 papers takes 40-60 MB of small strings at its peak; in the bot's process
+    that memory stayed resident after it (Python frees its small-object arenas only once
+    wholly empty, and the event loop's own allocations land among the fit's meanwhile): the
+    90-day soak stepped up 35 MB at the first weekly refit. A child's peak goes with the child.
+    Should no child start, the fit runs here."""
+    try:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+            terms = pool.submit(_fit_terms, list(papers)).result()
+    except (OSError, BrokenProcessPool) as exc:
+        log.warning("vocabulary fit in a child process failed (%s); fitting here", exc)
+        return _fitted(papers)
+    if terms is None:
+        return None
+    vocabulary = Vocabulary.load(terms)
+    release_free_memory()  # the papers pickled to the child
+    return vocabulary, terms
+
+
+def _fit_terms(papers: Sequence[Paper]) -> bytes | None:
+    """In the child: the fitted vocabulary's stored form."""
+    fitted = fit_vocabulary(papers)
+    return None if fitted is None else fitted.dump()
+
+
+def _rows_released(vocabulary: Vocabulary, papers: Sequence[Paper],
+                   kept: _Corpus | None) -> sparse.csr_matrix:
+    """`_rows_reusing`, then the transform's scratch (tens of MB for 5,000 papers) goes back
+    to the system."""
+    matrix = _rows_reusing(vocabulary, papers, kept)
+    release_free_memory()
+    return matrix
 
 
 def _picks(ordered: Sequence[Paper], candidates: dict[int, list[str]],

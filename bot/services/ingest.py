@@ -28,6 +28,7 @@ from bot.arxiv.freshness import filled as fill_from_listing
 from bot.arxiv.plan import build_feed_plan
 from bot.config import Settings
 from bot.core.clock import Clock
+from bot.core.memory import release_free_memory
 from bot.core.models import (
     GENERAL,
     Alert,
@@ -148,6 +149,9 @@ class Pipeline:
             # Stored or failed for good: either way the revisions may go now.
             await self._store.outbox.release_revisions(
                 {arxiv_id for arxiv_id, _ in revisions}, self._clock.now())
+        if any(source.items or source.filled for source in report.sources):
+            # A feed's parse and matching freed tens of MB: back to the system, not kept.
+            await asyncio.to_thread(release_free_memory)
         report.seconds = time.monotonic() - started
         for source in report.sources:
             log.info(
