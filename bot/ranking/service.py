@@ -319,19 +319,11 @@ def _rows_reusing(vocabulary: Vocabulary, papers: Sequence[Paper],
     new = [p for p, i in zip(papers, old, strict=True) if i is None]
     if not new:
         return kept.matrix[old]
-    fresh = vocabulary.transform(new)
-    # Stack the old rows, then the new, and put them in the papers' order.
-    held = [i for i in old if i is not None]
-    stacked = sparse.vstack([kept.matrix[held], fresh], format="csr", dtype=np.float32)
-    order, next_old, next_new = [], 0, len(held)
-    for i in old:
-        if i is None:
-            order.append(next_new)
-            next_new += 1
-        else:
-            order.append(next_old)
-            next_old += 1
-    return stacked[order]
+    # The new papers' rows go below the kept ones; each paper then takes its row by index.
+    stacked = sparse.vstack([kept.matrix, vocabulary.transform(new)], format="csr",
+                            dtype=np.float32)
+    new_rows = iter(range(kept.matrix.shape[0], stacked.shape[0]))
+    return stacked[[i if i is not None else next(new_rows) for i in old]]
 
 
 def _fitted(papers: Sequence[Paper]) -> tuple[Vocabulary, bytes] | None:
