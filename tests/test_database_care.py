@@ -263,3 +263,23 @@ async def test_pruning_that_frees_a_large_share_vacuums_and_logs_it(
             "nothing freed, no vacuum"
     finally:
         await store.close()
+
+
+async def test_the_daily_upkeep_cuts_the_write_ahead_log_to_nothing(tmp_path: Path) -> None:
+    """The writer checkpoints only every WAL_AUTOCHECKPOINT_PAGES pages (a big poll writes far
+    less to disk that way), so the log's file would keep its largest size on disk for good;
+    the daily upkeep copies it back and cuts it, as an operator watching the disk expects."""
+    store = await open_storage(f"sqlite:///{tmp_path / 'bot.sqlite3'}")
+    log = tmp_path / "bot.sqlite3-wal"
+    try:
+        start = 1_790_000_000.0
+        await store.chats.record(1, "private", "Ada", "en", start)
+        papers = [make_paper(n) for n in range(1, 401)]
+        await store.papers.upsert_many(papers, start)
+        await store.outbox.enqueue([Alert(1, p.arxiv_id, 1, "new") for p in papers], start)
+        assert log.stat().st_size > 100_000, "the commits are in the log, not yet in the file"
+        await store.upkeep()
+        assert log.stat().st_size == 0
+        assert len(await store.outbox.pending_for_chat(1)) == 400, "nothing lost on the way"
+    finally:
+        await store.close()
