@@ -89,7 +89,7 @@ async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | st
             storage = services.storage
             now = clock.now()
             rng = random.Random(7)
-            chats = sorted({a.chat_id for a in report.alerts})
+            chats = sorted(report.alerted_chats)
             targets = rng.sample(chats, min(drain, len(chats)))
             started = time.perf_counter()
             for message_id, chat_id in enumerate(targets, 1):
@@ -98,7 +98,7 @@ async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | st
                 await storage.outbox.mark_sent([row.id], message_id, now + 1, alone=True)
             drained = time.perf_counter() - started
     return {"ingest": ingest, "subscriptions": stored, "sources": len(report.sources),
-            "new": report.count("new"), "alerts": len(report.alerts), "chats": len(chats),
+            "new": report.count("new"), "alerts": report.alert_count, "chats": len(chats),
             "per_message_ms": drained / len(targets) * 1000, "drain": drained,
             "messages": len(targets)}
 

@@ -222,7 +222,7 @@ async def run(options: argparse.Namespace) -> None:
                     replies[n] - sent if n < len(replies) else math.inf)
         # The poll froze what outlived its matching (`survivors_frozen`): with the report
         # gone, what is still frozen and unreachable is cyclic garbage the collector lost.
-        alerts_queued, revised = len(report.alerts), report.count("new")
+        alerts_queued, revised = report.alert_count, report.count("new")
         del report
         gc.collect()  # what is not frozen
         frozen = gc.get_freeze_count()

@@ -19,7 +19,7 @@ def format_poll(report: PollReport, chat_titles: dict[int, str]) -> str:
     """The operator's view of a poll: per source, then per chat its alerts."""
     lines = [f"poll: {len(report.sources)} source(s), {report.count('new')} new, "
              f"{report.count('revised')} revised, {report.count('seen')} already seen, "
-             f"{len(report.alerts)} alert(s) in {report.seconds:.1f} s"]
+             f"{report.alert_count} alert(s) in {report.seconds:.1f} s"]
     for source in report.sources:
         detail = f"error: {source.error}" if source.error else (
             f"{source.items} items, {source.new} new, {source.revised} revised, "

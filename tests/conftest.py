@@ -215,7 +215,7 @@ class Harness:
 
     async def poll(self) -> PollReport:
         """One scheduled poll, as the job runs it: ingest, match, queue, deliver."""
-        report = await self.services.pipeline.poll()
+        report = await self.services.pipeline.poll(keep_alerts=True)
         await self.services.sender.drain()
         return report
 

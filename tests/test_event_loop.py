@@ -69,7 +69,7 @@ async def poll_held_while_matching(harness: Harness) -> AsyncIterator[asyncio.Ta
     gated = GatedMatcher(subscriptions.matcher)
     subscriptions.matcher = gated  # type: ignore[assignment]
     harness.serve_feed([make_paper(1), make_paper(2)])
-    poll = asyncio.create_task(harness.services.pipeline.poll())
+    poll = asyncio.create_task(harness.services.pipeline.poll(keep_alerts=True))
     try:
         await gated.match.wait_entered()
         yield poll
@@ -100,7 +100,7 @@ async def test_a_chat_can_pause_while_a_poll_is_matching(harness: Harness) -> No
         assert "paused" in paused.text
         assert not poll.done()
     report = await poll
-    assert len(report.alerts) == 2
+    assert report.alert_count == 2
     await harness.drain()
     assert len(harness.tg.messages(CHAT)) == 2, "paused before the poll stored its alerts"
     await harness.ask(CHAT, "/resume")
@@ -143,7 +143,7 @@ async def test_a_chat_writes_between_two_batches_of_a_poll_whose_alerts_go_out_t
         go_on.set()
         report = await poll
     assert len(batches) == papers // 2
-    assert len(report.alerts) == outbox_rows(harness) == 2 * papers
+    assert report.alert_count == outbox_rows(harness) == 2 * papers
     await harness.drain()
     digest = harness.tg.messages(OTHER)[1:]
     assert len(digest) == 1 and all(f"2611.{10000 + n}" in digest[0].text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
+import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from bot.config import Settings, load_settings
 from bot.core.clock import ManualClock
 from bot.core.models import Alert, AnnounceType, Paper
 from bot.query.service import SubscriptionService
+from bot.services import ingest
 from bot.services.ingest import Pipeline, PollReport
 from bot.storage import Storage, open_storage
 from tests.conftest import TOKEN, Harness, RecordingSleep, make_paper
@@ -68,7 +70,7 @@ class Rig:
 
     async def poll(self) -> PollReport:
         self.clock.advance(900)
-        return await self.pipeline.poll()
+        return await self.pipeline.poll(keep_alerts=True)
 
     async def queued(self, chat_id: int) -> list[Alert]:
         return [row.alert for row in await self.storage.outbox.pending_for_chat(chat_id)]
@@ -158,6 +160,55 @@ def tuesday_papers() -> list[Paper]:
 
 def counts(report: PollReport) -> tuple[int, int, int]:
     return report.count("new"), report.count("revised"), report.count("seen")
+
+
+# --- what a poll holds on to --------------------------------------------------------------------
+
+
+async def test_a_running_bots_poll_keeps_none_of_its_alerts_once_they_are_stored(rig: Rig) -> None:
+    """The scheduled poll needs only counts: half a million alerts after a big poll are about
+    100 MB that the bot held until the next poll. Only the dry run asks to keep them."""
+    chats = range(1000, 1600)
+    for chat_id in chats:
+        await rig.follow(chat_id, "cs.LG")
+    rig.serve([make_paper(n) for n in range(1, 21)], MONDAY)
+    rig.clock.advance(900)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        report = await rig.pipeline.poll()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+    assert (report.alert_count, report.alerted_chats) == (20 * 601, {READER, *chats})
+    assert report.alerts == []
+    assert held < 1_000_000, f"the poll held {held:,} bytes after its 12,020 alerts were stored"
+    assert len(await rig.queued(1000)) == 20, "each is in the outbox"
+
+
+async def test_a_big_feed_is_matched_part_by_part_so_its_alerts_are_never_all_in_memory(
+        rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Matched whole, a 2,000-paper day against 100,000 subscriptions held 516,668 alerts at
+    once (200 MB more at the poll's peak); part by part, one part's alerts at a time."""
+    monkeypatch.setattr(ingest, "INGEST_MATCH_PAPERS", 5)
+    chats = range(1000, 1600)
+    for chat_id in chats:
+        await rig.follow(chat_id, "cs.LG")
+    rig.serve([make_paper(n) for n in range(1, 41)], MONDAY)
+    rig.clock.advance(900)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        report = await rig.pipeline.poll()
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+    assert report.alert_count == 40 * 601
+    assert peak < 3_000_000, f"the poll's peak was {peak:,} bytes above its start"
+    assert len(await rig.queued(1000)) == 40, "nothing lost between the parts"
 
 
 # --- two days of announcements ------------------------------------------------------------------

@@ -173,7 +173,7 @@ async def test_polls_never_overlap(harness: Harness) -> None:
     assert requests[0].header("If-None-Match") is None and requests[0].status == 200
     assert requests[1].header("If-None-Match") and requests[1].status == 304
     assert [s.outcome for s in (*first.sources, *second.sources)] == ["ok", "not-modified"]
-    assert len(first.alerts) + len(second.alerts) == 2
+    assert first.alert_count + second.alert_count == 2
     await harness.drain()
     assert len(harness.tg.messages(READER)) - 1 == 2, "one alert per paper, after the reply"
 

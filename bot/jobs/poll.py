@@ -58,7 +58,7 @@ async def _poll_and_deliver(services: Services, jobs: JobQueue | None,
         "sent=%d digests=%d retried=%d failed_alerts=%d seconds=%.2f",
         len(report.sources), len(report.failed_sources),
         sum(s.items for s in report.sources), report.count(ChangeStatus.NEW),
-        report.count(ChangeStatus.REVISED), report.count(ChangeStatus.SEEN), len(report.alerts),
+        report.count(ChangeStatus.REVISED), report.count(ChangeStatus.SEEN), report.alert_count,
         drained.sent, drained.digests, drained.retried, drained.failed,
         time.monotonic() - started,
     )

@@ -55,6 +55,11 @@ MAX_DETAIL_LOOKUPS = 300  # three API requests a poll at the most
 # (`bench/responsiveness.py` prints how long the poll held the writer each time).
 INGEST_BATCH_ALERTS = 500
 INGEST_BATCH_PAPERS = 200
+# A feed is matched this many papers at a time, each part stored before the next is matched:
+# a 2,000-paper day against 100,000 subscriptions makes 516,668 alerts, an object each, and
+# matched at once they raised the poll's peak memory by 200 MB (docs/performance.md, "The
+# store"); at 1,000,000 subscriptions it would be two gigabytes.
+INGEST_MATCH_PAPERS = 250
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +90,23 @@ class _Settled:
 
 @dataclass
 class PollReport:
-    """What one poll did, per source and in total; `alerts` lists what was queued."""
+    """What one poll did, per source and in total.
+
+    `alert_count` alerts were queued for the `alerted_chats`. The alerts themselves are listed
+    in `alerts` only when the poll was asked to keep them (`poll(keep_alerts=True)`: the
+    dry run prints them): half a million of them after a big poll are about 100 MB that the
+    running bot has no use for once they are stored.
+    """
 
     sources: list[SourceReport] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
     changes: list[PaperChange] = field(default_factory=list)
     seconds: float = 0.0
+    keep_alerts: bool = False
+    alert_count: int = 0
+    alerted_chats: set[int] = field(default_factory=set)
+    # Each revised version some chat will hear of, once: its details are looked up after.
+    revised_versions: dict[tuple[str, int], None] = field(default_factory=dict)
 
     def count(self, status: ChangeStatus) -> int:
         return sum(1 for change in self.changes if change.status == status)
@@ -118,18 +134,18 @@ class Pipeline:
         # the sender holds them until all are stored (`Sender`'s `held_since`).
         self.storing_since: float | None = None
 
-    async def poll(self) -> PollReport:
-        """Fetch every planned feed, store what is new or revised and queue the alerts.
+    async def poll(self, *, keep_alerts: bool = False) -> PollReport:
+        """Fetch every planned feed, store what is new or revised and queue the alerts;
+        `keep_alerts`: list them in the report too (see `PollReport`).
 
         (`poll-once --dry-run` runs a real poll on a copy of the database:
         `bot/services/operations.py`.)
         """
         async with self._lock, self._arxiv.ingest():
-            return await self._poll()
+            return await self._poll(PollReport(keep_alerts=keep_alerts))
 
-    async def _poll(self) -> PollReport:
+    async def _poll(self, report: PollReport) -> PollReport:
         started = time.monotonic()
-        report = PollReport()
         plan = build_feed_plan(
             self._settings.arxiv_archives, self._subscriptions.followed_sources(),
             rss_url=self._settings.arxiv_rss_url,
@@ -141,8 +157,7 @@ class Pipeline:
                 report.sources.append(await self._poll_source(url, report))
         finally:
             self.storing_since = None
-        # Half a million alerts after a big poll: sifted off the event loop.
-        revisions = await asyncio.to_thread(_revised_versions, report.alerts)
+        revisions = report.revised_versions
         try:
             await self._fetch_revision_details(revisions)
         finally:
@@ -233,26 +248,33 @@ class Pipeline:
         )
 
     async def _ingest(self, papers: Sequence[Paper], report: PollReport, now: float
-                      ) -> tuple[list[PaperChange], list[Alert]]:
+                      ) -> tuple[list[PaperChange], int]:
         """Match a feed's papers, then store them in short transactions, each a batch of
-        papers with every alert they make: see `_store_batch`."""
+        papers with every alert they make (see `_store_batch`); the changes and how many
+        alerts were queued."""
         store = self._store
         changes: list[PaperChange] = []
-        alerts: list[Alert] = []
+        alerts = 0
         unique = latest_versions(papers)
-        # Matching a big batch allocates an object per alert and frees none: with the
-        # collector running, each full collection would stop every thread for a second.
-        # The alerts outlive the batch (in the report), so they are frozen after it.
+        # Matching a big batch allocates an object per alert: with the collector running,
+        # each full collection would stop every thread for a second. What outlives the batch
+        # (the alerts, when the report keeps them) is frozen after it.
         with survivors_frozen(self._subscriptions.large):
             # What each paper is, as last committed, and who it alerts: read and matched with
             # no transaction open, so chats' own writes (/pause, /follow) go on meanwhile.
             expected = classify(unique, await store.papers.announced(
                 p.arxiv_id for p in unique))
-            matched = await self._match(expected)
-            for batch in _batches(expected, matched):
-                stored, queued = await self._store_batch(batch, matched, report, now)
-                changes += stored
-                alerts += queued
+            # A part of the feed at a time, so that only its alerts are alive at once.
+            for start in range(0, len(expected), INGEST_MATCH_PAPERS):
+                part = expected[start:start + INGEST_MATCH_PAPERS]
+                matched = await self._match(part)
+                for batch in _batches(part, matched):
+                    stored, queued = await self._store_batch(batch, matched, report, now)
+                    changes += stored
+                    alerts += len(queued)
+                    # Stored: the batch's alerts are the outbox's now, not the poll's to hold.
+                    for change in batch:
+                        matched.pop(change.paper.arxiv_id, None)
         return changes, alerts
 
     async def _store_batch(self, batch: Sequence[PaperChange],
@@ -274,7 +296,12 @@ class Pipeline:
             await tx.outbox.enqueue(
                 alerts, now, revisions_due_at=now + self._settings.poll_interval_seconds)
         report.changes.extend(changes)
-        report.alerts.extend(alerts)
+        report.alert_count += len(alerts)
+        report.alerted_chats.update(a.chat_id for a in alerts)
+        report.revised_versions.update(dict.fromkeys(
+            (a.arxiv_id, a.version) for a in alerts if a.kind == AlertKind.REVISION))
+        if report.keep_alerts:
+            report.alerts.extend(alerts)
         return changes, alerts
 
     def _assess(self, previous: FeedState, content: FeedContent | None, *,
@@ -299,7 +326,7 @@ class Pipeline:
                 changes, alerts = await self._ingest(papers, report, now)
                 counts = {"filled": len(papers), **_counts(changes, alerts)}
                 log.warning("feed %s is stale (expected %s): filled %d papers from the listing, "
-                            "%d alerts", url, day, len(papers), len(alerts))
+                            "%d alerts", url, day, len(papers), alerts)
                 state = fill_from_listing(state, day, now)
         await self._store.sources.record_state(url, state)
         return _Settled(state.freshness, counts)
@@ -390,13 +417,17 @@ def _alerts_by_paper(subscriptions: SubscriptionService,
              else AlertKind.NEW for c in fresh}
     by_paper: dict[str, list[Alert]] = {arxiv_id: [] for arxiv_id in kinds}
     topics = subscriptions.topics  # only subscriptions bound to a forum topic
+    # The same subscriptions match many papers: their texts are looked up once per poll.
+    texts: dict[tuple[int, ...], tuple[str, ...]] = {}
     for chat_id, chat_matches in subscriptions.matcher.match([c.paper for c in fresh]).items():
         for match in chat_matches:
             paper = match.paper
             for topic_id, sub_ids in _by_topic(match.subscription_ids, topics):
-                queries = tuple(
-                    q for q in (subscriptions.query_text(s) for s in sub_ids) if q is not None
-                )
+                queries = texts.get(sub_ids)
+                if queries is None:
+                    queries = texts[sub_ids] = tuple(
+                        q for q in (subscriptions.query_text(s) for s in sub_ids)
+                        if q is not None)
                 by_paper[paper.arxiv_id].append(Alert(
                     chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
                     sub_ids, queries, topic_id=topic_id,
@@ -434,12 +465,6 @@ def _by_topic(sub_ids: tuple[int, ...], topics: dict[int, int]
     return [(topic_id, tuple(ids)) for topic_id, ids in groups.items()]
 
 
-def _revised_versions(alerts: Iterable[Alert]) -> dict[tuple[str, int], None]:
-    """The revised versions some chat will hear of, each once (it is one alert per chat)."""
-    return dict.fromkeys((a.arxiv_id, a.version) for a in alerts
-                         if a.kind == AlertKind.REVISION)
-
-
-def _counts(changes: Sequence[PaperChange], alerts: Sequence[Alert]) -> dict[str, int]:
+def _counts(changes: Sequence[PaperChange], alerts: int) -> dict[str, int]:
     counts = {str(status): sum(c.status is status for c in changes) for status in ChangeStatus}
-    return {**counts, "alerts": len(alerts)}
+    return {**counts, "alerts": alerts}

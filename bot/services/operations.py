@@ -69,13 +69,13 @@ async def _poll_once(settings: Settings, bot: Bot, *, dry_run: bool) -> PollOnce
     from bot.services.container import open_services
 
     async with open_services(settings, bot=bot) as services:
-        report = await services.pipeline.poll()
+        report = await services.pipeline.poll(keep_alerts=True)
         if dry_run:
             previews, drained = await services.sender.preview(), None
         else:
             previews, drained = {}, await services.sender.drain()
         titles = {}
-        for chat_id in {a.chat_id for a in report.alerts}:
+        for chat_id in report.alerted_chats:
             chat = await services.storage.chats.get(chat_id)
             titles[chat_id] = chat.title if chat and chat.title else ""
         return PollOnce(report, titles, previews, drained)
