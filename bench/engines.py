@@ -25,6 +25,7 @@ import os
 import random
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,6 +67,31 @@ async def seed(url: str, corpus: Corpus) -> int:
     return len(rows)
 
 
+def _written_bytes() -> int:
+    """Bytes this process has written to storage (the SQLite file and its log; PostgreSQL's
+    server writes in its own processes)."""
+    with open("/proc/self/io") as io:
+        return int(next(line for line in io if line.startswith("write_bytes:")).split()[1])
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class _PeakRss(threading.Thread):
+    """RSS sampled every 0.1 s while the poll runs."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.before = self.peak = _rss_mb()
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.wait(0.1):
+            self.peak = max(self.peak, _rss_mb())
+
+
 async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | str]:
     corpus = Corpus(seed_value)
     papers = [corpus.paper(number) for number in range(PAPERS)]
@@ -81,9 +107,16 @@ async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | st
         clock = ManualClock()
         # The bot's own construction; the poll sends nothing, so Telegram is never reached.
         async with open_services(settings, bot=Bot(TOKEN), wiring=Wiring(clock=clock)) as services:
+            rss = _PeakRss()
+            rss.start()
+            written, cpu = _written_bytes(), time.process_time()
             started = time.perf_counter()
             report = await services.pipeline.poll()
             ingest = time.perf_counter() - started
+            cpu, written = time.process_time() - cpu, _written_bytes() - written
+            rss.stopping.set()
+            rss.join()
+            after = _rss_mb()
             if report.failed_sources:
                 raise SystemExit(f"a feed failed: {report.failed_sources}")
             storage = services.storage
@@ -97,7 +130,9 @@ async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | st
                 assert await storage.outbox.claim([row.id], now + 1)
                 await storage.outbox.mark_sent([row.id], message_id, now + 1, alone=True)
             drained = time.perf_counter() - started
-    return {"ingest": ingest, "subscriptions": stored, "sources": len(report.sources),
+    return {"ingest": ingest, "cpu": cpu, "written_mb": written / 1e6, "rss_before": rss.before,
+            "rss_peak": rss.peak, "rss_after": after, "subscriptions": stored,
+            "sources": len(report.sources),
             "new": report.count("new"), "alerts": report.alert_count, "chats": len(chats),
             "per_message_ms": drained / len(targets) * 1000, "drain": drained,
             "messages": len(targets)}
@@ -143,6 +178,10 @@ def main() -> None:
               f"| {r['per_message_ms']:.2f} ms ({r['drain']:.1f} s for {r['messages']}) "
               f"| {real['rate']:.2f} messages/s ({real['sent']:.0f} sent, "
               f"{real['429s']:.0f} self-caused 429s)")
+    print("engine     | the poll: CPU of this process, bytes it wrote, RSS before / peak / after")
+    for engine, r in results.items():
+        print(f"{engine:<10} | {r['cpu']:6.2f} s CPU, {r['written_mb']:,.0f} MB written, RSS "
+              f"{r['rss_before']:.0f} / {r['rss_peak']:.0f} / {r['rss_after']:.0f} MB")
     if {"sqlite", "postgresql"} <= results.keys():
         lite, pg = results["sqlite"], results["postgresql"]
         print(f"PostgreSQL / SQLite: ingest time {pg['ingest'] / lite['ingest']:.2f}x, "
