@@ -423,3 +423,83 @@ def test_an_index_grown_by_additions_and_removals_matches_one_built_at_once() ->
             if s not in (3, 5, 8)]
     assert grown.match(papers) == Matcher.build(kept).match(papers)
     assert grown.find(papers) == Matcher.build(kept).find(papers)
+
+
+# --- a batch's words as bytes --------------------------------------------------------------
+
+_ANY_TEXT = st.text(st.one_of(st.sampled_from("abcXYZ019 -_.,;:$\\{}()&;'\"\n/*^~"),
+                              st.sampled_from("éüßøŁæΩαµ\u0301\u00a0ﬁ中文граф\u200b\u3000"),
+                              st.characters()), max_size=60)
+
+
+@given(_ANY_TEXT)
+@settings(max_examples=300)
+def test_a_texts_words_are_its_runs_of_word_bytes(text: str) -> None:
+    # The matcher splits `word_text` as bytes: ASCII letters and digits and every byte of a
+    # non-ASCII character make words, anything else breaks them. That must be `words()`.
+    import re
+
+    from bot.query.text import word_text, words
+
+    folded = word_text(text)
+    assert [w.decode() for w in re.findall(rb"[A-Za-z0-9\x80-\xff]+", folded.encode())] == words(
+        text)
+
+
+_LONG = "pneumonoultramicroscopicsilicovolcanoconiosis"  # 45 letters: too long to pack
+
+
+@pytest.mark.parametrize("query", [
+    _LONG, f"{_LONG[:24]}*", f"{_LONG[:24]}", f"{_LONG[:30]}*", f'"{_LONG} lungs"',
+    f'"lungs {_LONG[:24]}"', "ti:граф", '"граф сети"', "граф*", "中文", "abcdefghijklmnopqrstuvwx",
+    "abcdefghijklmnopqrstuvwxy", "abcdefghijklmnopqrstuvw*", '"end start"', "ti:start",
+    '"alpha beta"', "abs:omega",
+])
+def test_long_non_ascii_and_boundary_words_match_as_naive_evaluation_does(query: str) -> None:
+    # Words of 24 bytes or more (the packing's edge), non-ASCII words, and words at the
+    # edges of the title and abstract, which are joined into one buffer for splitting.
+    papers = [
+        _paper(f"Silicosis and {_LONG}", f"The {_LONG} lungs; {_LONG[:24]} lungs",
+               arxiv_id="1"),
+        _paper(f"{_LONG[:24]}x", f"lungs {_LONG[:24]}", arxiv_id="2"),
+        _paper("Граф сети", "и граф, 中文 text", arxiv_id="3"),
+        _paper("abcdefghijklmnopqrstuvwx", "abcdefghijklmnopqrstuvwxy", arxiv_id="4"),
+        _paper("The end", "Start here", arxiv_id="5"),  # no phrase across title and abstract
+        _paper("", "$\\alpha$ beta ω", arxiv_id="6"),
+        _paper("Start", "", arxiv_id="7"),
+    ]
+    subscriptions = [(1, 10, parse(query))]
+    assert Matcher.build(subscriptions).match(papers) == _naive(subscriptions, papers)
+
+
+def test_words_remembered_as_boring_are_seen_once_a_subscription_needs_them() -> None:
+    # The matcher remembers the words no key needs; a later subscription, word or prefix, must
+    # still find them, in the next batch as in a fresh matcher.
+    first = _paper("Tensor sketching", "Randomised sketches of tensors.", arxiv_id="1")
+    second = _paper("More sketching", "Sketches again, randomised.", arxiv_id="2")
+    matcher = Matcher.build([(1, 10, parse("graph"))])
+    assert matcher.match([first]) == {}
+    matcher.add(2, 20, parse("sketching"))
+    matcher.add(3, 30, parse("randomis*"))
+    matcher.add(4, 40, parse('"sketches again"'))
+    assert matcher.find([first, second]) == [{2, 3}, {2, 3, 4}]
+    matcher.add(5, 50, parse("tens*"))  # a new prefix: the boring words are looked at again
+    assert matcher.find([first, second]) == [{2, 3, 5}, {2, 3, 4}]
+
+
+def test_many_words_and_colliding_hashes_match_as_naive_evaluation_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A weak hash makes most words collide: the table must still tell them apart by their
+    # bytes. Thousands of distinct words make it grow.
+    from bot.query import matcher as matcher_module
+
+    weak = matcher_module.np.uint64(7)
+    monkeypatch.setattr(matcher_module, "_hash", lambda rows: rows[:, 0] & weak)
+    vocabulary = [f"w{number}x{number % 7}" for number in range(6_000)]
+    papers = [_paper(" ".join(vocabulary[i::5][:3]), " ".join(vocabulary[i::5]),
+                     arxiv_id=str(i)) for i in range(5)]
+    queries = ["w12x5", "w13x6*", '"w5x5 w10x3"', "ti:w1x1", "abs:w1x1", "w59*", "w5999x0"]
+    subscriptions = [(number, number % 3, parse(q)) for number, q in enumerate(queries)]
+    matcher = Matcher.build(subscriptions)
+    for _ in range(2):  # the second batch finds the words the first remembered
+        assert matcher.match(papers) == _naive(subscriptions, papers)

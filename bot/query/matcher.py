@@ -16,7 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
-from itertools import chain, pairwise, repeat
+from itertools import chain, islice, pairwise
 from typing import NamedTuple
 
 import numpy as np
@@ -36,7 +36,7 @@ from bot.query.parser import (
     Text,
     is_anchored,
 )
-from bot.query.text import NamePart, PersonName, plain_name, split_name, words
+from bot.query.text import NamePart, PersonName, plain_name, split_name, word_text, words
 
 
 def _pairs(tokens: list[str]) -> frozenset[str]:
@@ -533,6 +533,106 @@ def _person(name: str) -> PersonName | None:
     return split_name(name)
 
 
+# --- words as packed integers --------------------------------------------------------------
+
+# A word of up to 24 bytes (UTF-8) is three 64-bit integers, its bytes zero-padded: a batch's
+# words are compared with the known ones as arrays, without a Python string each. No word holds
+# a zero byte, so the padding cannot make two words alike.
+_PACKED = 24
+# The bytes words are made of in `word_text`: ASCII letters and digits, and every byte of a
+# non-ASCII character (UTF-8 never uses an ASCII byte inside one).
+_WORD_BYTES = np.zeros(256, dtype=bool)
+_WORD_BYTES[[ord(c) for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"]] \
+    = True
+_WORD_BYTES[128:] = True
+# _MASKS[n] keeps the first n bytes of a packed word.
+_MASKS = np.ascontiguousarray(
+    (np.arange(_PACKED) < np.arange(_PACKED + 1)[:, None]).astype(np.uint8) * np.uint8(255)
+).view(np.uint64)
+_HASH_FACTORS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F),
+                 np.uint64(0x165667B19E3779F9))
+
+
+def _hash(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each packed word (a row of three integers); equal words hash alike."""
+    found = rows[:, 0] * _HASH_FACTORS[0]
+    found += rows[:, 1] * _HASH_FACTORS[1]
+    found += rows[:, 2] * _HASH_FACTORS[2]
+    found ^= found >> np.uint64(29)
+    return found
+
+
+def _pack(texts: list[str]) -> np.ndarray:
+    """The packed rows of words (those over 24 bytes cut short: the caller keeps them apart)."""
+    data = b"".join(word.encode()[:_PACKED].ljust(_PACKED, b"\0") for word in texts)
+    return np.frombuffer(data, dtype=np.uint64).reshape(len(texts), 3)
+
+
+class _WordTable:
+    """Packed words and their numbers: an open-addressing hash table in numpy arrays, so a
+    batch's words are looked up together, a probe or two each."""
+
+    __slots__ = ("count", "rows", "slot_hashes", "slots", "values")
+
+    def __init__(self, capacity: int = 1 << 12) -> None:
+        self.slots = np.full(capacity, -1, dtype=np.int64)  # an entry per slot, -1 if empty
+        self.slot_hashes = np.zeros(capacity, dtype=np.uint64)
+        self.rows = np.zeros((0, 3), dtype=np.uint64)  # per entry: the packed word
+        self.values = np.zeros(0, dtype=np.int64)  # per entry: its number, or -1 (boring)
+        self.count = 0
+
+    def find(self, hashes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Each word's entry, or -1 for words not here (`hashes` are the rows' `_hash`)."""
+        found = np.full(len(hashes), -1, dtype=np.int64)
+        mask = len(self.slots) - 1
+        pending = np.arange(len(hashes), dtype=np.int64)
+        position = (hashes & np.uint64(mask)).astype(np.int64)
+        while len(pending):
+            entry = self.slots[position]
+            done = entry < 0
+            candidates = np.flatnonzero(~done & (self.slot_hashes[position] == hashes[pending]))
+            if len(candidates):
+                exact = candidates[(self.rows[entry[candidates]]
+                                    == rows[pending[candidates]]).all(axis=1)]
+                found[pending[exact]] = entry[exact]
+                done[exact] = True
+            left = ~done
+            pending = pending[left]
+            position = (position[left] + 1) & mask
+        return found
+
+    def add(self, hashes: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+        """Add distinct words, none of them here yet."""
+        if 2 * (self.count + len(hashes)) > len(self.slots):
+            capacity = len(self.slots)
+            while 2 * (self.count + len(hashes)) > capacity:
+                capacity *= 2
+            old_rows, old_values = self.rows, self.values
+            self.__init__(capacity)  # type: ignore[misc]
+            self._place(_hash(old_rows), old_rows, old_values)
+        self._place(hashes, rows, values)
+
+    def _place(self, hashes: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+        pending = np.arange(self.count, self.count + len(hashes), dtype=np.int64)
+        self.rows = np.concatenate((self.rows, rows))
+        self.values = np.concatenate((self.values, values))
+        self.count += len(hashes)
+        mask = len(self.slots) - 1
+        pending_hashes = hashes
+        position = (hashes & np.uint64(mask)).astype(np.int64)
+        # In rounds: each word takes the next free slot of its probe sequence, one per slot.
+        while len(pending):
+            free = np.flatnonzero(self.slots[position] < 0)
+            _, first = np.unique(position[free], return_index=True)
+            placed = free[first]
+            self.slots[position[placed]] = pending[placed]
+            self.slot_hashes[position[placed]] = pending_hashes[placed]
+            left = np.ones(len(pending), dtype=bool)
+            left[placed] = False
+            pending, pending_hashes = pending[left], pending_hashes[left]
+            position = (position[left] + 1) & mask
+
+
 class _Words(NamedTuple):
     """The known words' tables as numpy arrays."""
 
@@ -598,6 +698,9 @@ class _Compiled:
         self.pair_start: list[bool] = []
         self.word_prefixes: list[tuple[int, ...]] = []
         self.boring: set[str] = set()  # words with neither keys nor registered prefixes
+        # The known words of up to 24 bytes with their numbers, and the boring ones with -1.
+        self.table = _WordTable()
+        self.table_words = 0  # how many known words the table has seen
         self.prefix_ids: dict[str, int] = {}
         self.prefix_first: dict[str, list[tuple[str, int]]] = {}
         self.prefix_keys: tuple[list[int], list[int], list[int]] = ([], [], [])
@@ -733,7 +836,7 @@ class _Compiled:
             self.pair_start.append(False)
             # While prefixes are being registered, `words()` works every word's out afresh.
             self.word_prefixes.append(() if self.prefixes_changed else self._prefixes_of(word))
-            self.boring.discard(word)
+            self.boring.discard(word)  # and `words()` numbers it in the table
             self._words = None
         return word_id
 
@@ -753,15 +856,40 @@ class _Compiled:
         if self.prefixes_changed:
             # A prefix registered since: every known word's prefixes, and the boring, again.
             self.word_prefixes = [self._prefixes_of(word) for word in self.vocabulary]
-            self.boring.clear()
+            self._forget_boring()
             self.prefixes_changed = False
             self._words = None
         found = self._words
         if found is None:
+            self._number_new_words()
             found = self._words = _Words(
                 np.asarray(self.word_keys, dtype=np.int64).reshape(3, -1),
                 np.asarray(self.pair_start, dtype=bool), *_ragged(self.word_prefixes))
         return found
+
+    def _forget_boring(self) -> None:
+        self.boring.clear()
+        self.table = _WordTable()
+        self.table_words = 0
+        self._words = None
+
+    def _number_new_words(self) -> None:
+        """Put the words numbered since into the table (a boring one there gets its number)."""
+        if self.table_words == len(self.vocabulary):
+            return
+        new = list(islice(self.vocabulary, self.table_words, None))
+        first = self.table_words
+        self.table_words = len(self.vocabulary)
+        short = [index for index, word in enumerate(new) if len(word.encode()) <= _PACKED]
+        if not short:
+            return
+        rows = _pack([new[index] for index in short])
+        hashes = _hash(rows)
+        numbers = np.asarray(short, dtype=np.int64) + first
+        entries = self.table.find(hashes, rows)
+        there = entries >= 0
+        self.table.values[entries[there]] = numbers[there]
+        self.table.add(hashes[~there], rows[~there], numbers[~there])
 
     def _make_arrays(self) -> _Arrays:
         key_count = len(self.key_ids)
@@ -835,6 +963,80 @@ class _Compiled:
         found = self.category_keys[category] = tuple(i for i in ids if i is not None)
         return found
 
+    def _word_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The words of `texts` (each a `word_text`), in order: each word's number (-1 for a word
+        no key or registered prefix needs) and which text it is in.
+
+        The texts are split and looked up as bytes and arrays; only words never seen before
+        (and the rare word too long to pack, or sharing a hash) are read as Python strings.
+        """
+        lengths = [len(text) if text.isascii() else len(text.encode()) for text in texts]
+        data = b" " + " ".join(texts).encode() + bytes(_PACKED)
+        text_starts = np.zeros(len(texts), dtype=np.int64)
+        np.cumsum(np.asarray(lengths[:-1], dtype=np.int64) + 1, out=text_starts[1:])
+        data_bytes = np.frombuffer(data, dtype=np.uint8)
+        inside = _WORD_BYTES[data_bytes]
+        edges = np.flatnonzero(inside[1:] != inside[:-1]) + 1
+        starts, ends = edges[0::2], edges[1::2]
+        text_of = np.searchsorted(text_starts, starts - 1, side="right") - 1
+        lengths_of = ends - starts
+        rows = (np.lib.stride_tricks.sliding_window_view(data_bytes, _PACKED)[starts]
+                .view(np.uint64) & _MASKS[np.minimum(lengths_of, _PACKED)])
+        hashes = _hash(rows)
+        self.words()  # the boring words are only known once the prefixes are settled
+        table = self.table
+        entries = table.find(hashes, rows)
+        ids = table.values[entries] if table.count else np.full(len(entries), -1, dtype=np.int64)
+        # By hand: the words too long to pack, and those never seen.
+        looked = np.flatnonzero((entries < 0) | (lengths_of > _PACKED))
+        if len(looked):
+            ids[looked] = self._look_up(data, starts[looked], ends[looked], hashes[looked],
+                                        rows[looked])
+        return ids, text_of
+
+    def _look_up(self, data: bytes, starts: np.ndarray, ends: np.ndarray, hashes: np.ndarray,
+                 rows: np.ndarray) -> np.ndarray:
+        """The numbers of these words (-1 if boring), numbering those with registered prefixes;
+        the new boring ones are remembered, in the packed table too."""
+        # Each distinct word once: words with one hash are one word if their rows and lengths
+        # agree, but for those too long to pack (their rows hold only their first 24 bytes).
+        _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        representative = first[inverse]
+        lengths = ends - starts
+        long = lengths > _PACKED
+        alone = (long | (lengths != lengths[representative])
+                 | (rows != rows[representative]).any(axis=1))
+        representative[alone] = np.flatnonzero(alone)
+        chosen = np.flatnonzero(representative == np.arange(len(representative)))
+        vocabulary, boring = self.vocabulary, self.boring
+        if len(boring) > _MAX_BORING_WORDS:
+            self._forget_boring()
+            self.words()
+            boring = self.boring
+        found: list[int] = []
+        packable: list[int] = []
+        for index, start, end in zip(chosen.tolist(), starts[chosen].tolist(),
+                                     ends[chosen].tolist(), strict=True):
+            word = data[start:end].decode()
+            word_id = vocabulary.get(word)
+            if word_id is None:
+                word_id = -1
+                if word not in boring:
+                    if self._prefixes_of(word):
+                        word_id = self._word(word)
+                    else:
+                        boring.add(word)
+                        if not long[index]:
+                            packable.append(index)
+            found.append(word_id)
+        if packable:
+            self.table.add(hashes[packable], rows[packable],
+                           np.full(len(packable), -1, dtype=np.int64))
+        ids = np.full(len(representative), -1, dtype=np.int64)
+        ids[chosen] = found
+        return ids[representative]
+
     def carried(self, arrays: _Arrays, papers: Sequence[Paper]) -> np.ndarray:
         """The sorted codes `paper * key_count + key` of every key the papers carry."""
         found_papers: list[np.ndarray] = []
@@ -851,18 +1053,13 @@ class _Compiled:
     def _carried_by(self, arrays: _Arrays, papers: Sequence[Paper], offset: int,
                     found_papers: list[np.ndarray], found_keys: list[np.ndarray]) -> None:
         """Append the (paper, key) pairs these papers carry, papers numbered from `offset`."""
-        tokens: list[str] = []
-        lengths: list[int] = []
+        texts: list[str] = []
         other_keys: list[int] = []
         other_counts: list[int] = []
         author_keys, category_keys = self.author_keys, self.category_keys
         for paper in papers:
-            title = words(paper.title)
-            abstract = words(paper.abstract)
-            tokens += title
-            tokens += abstract
-            lengths.append(len(title))
-            lengths.append(len(abstract))
+            texts.append(word_text(paper.title))
+            texts.append(word_text(paper.abstract))
             before = len(other_keys)
             for name in paper.authors:
                 found = author_keys.get(name)
@@ -871,27 +1068,13 @@ class _Compiled:
                 found = category_keys.get(category)
                 other_keys.extend(self._category(category) if found is None else found)
             other_counts.append(len(other_keys) - before)
-        vocabulary = self.vocabulary
-        self.words()  # the boring words are only known once the prefixes are settled
-        unknown = set(tokens).difference(vocabulary)
-        if unknown:
-            unknown.difference_update(self.boring)
-            if len(self.boring) > _MAX_BORING_WORDS:
-                self.boring.clear()
-            for word in unknown:
-                if self._prefixes_of(word):
-                    self._word(word)
-                else:
-                    self.boring.add(word)
-        known_words = self.words()
         size = len(papers)
         found_papers.append(np.repeat(np.arange(offset, offset + size, dtype=np.int64),
                                       np.asarray(other_counts, dtype=np.int64)))
         found_keys.append(np.asarray(other_keys, dtype=np.int64))
-        ids = np.fromiter(map(vocabulary.get, tokens, repeat(-1)), dtype=np.int64,
-                          count=len(tokens))
-        text_of = np.repeat(np.arange(2 * offset, 2 * (offset + size), dtype=np.int64),
-                            np.asarray(lengths, dtype=np.int64))
+        ids, text_of = self._word_ids(texts)
+        text_of += 2 * offset
+        known_words = self.words()
         known = np.flatnonzero(ids >= 0)
         known_ids = ids[known]
         known_texts = text_of[known]

@@ -153,6 +153,13 @@ def has_cjk(text: str) -> bool:
 _ASCII_BREAKS = str.maketrans({chr(code): " " for code in range(128) if not chr(code).isalnum()})
 
 
+def word_text(text: str) -> str:
+    """`text` folded so that its words, `words(text)`, are exactly its runs of ASCII letters and
+    digits and non-ASCII characters: what a batch splits as bytes (`bot.query.matcher`)."""
+    folded = fold(text)
+    return folded if folded.isascii() else " ".join(_WORD_RE.findall(folded))
+
+
 def words(text: str) -> list[str]:
     """The normalised words of `text`, in order (`"Graph-Neural Nets"` → graph, neural, nets)."""
     folded = fold(text)
