@@ -16,7 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
-from itertools import chain, islice, pairwise
+from itertools import chain, islice, pairwise, repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -734,98 +734,142 @@ class _Compiled:
 
     # -- building ---------------------------------------------------------------------------
 
-    def extend(self, plans: Iterable[tuple[int, _Plan]]) -> None:
-        """Append plans, in increasing id order, every id above those already here."""
+    def extend(self, subscriptions: Iterable[tuple[int, int, Node]]) -> None:
+        """Append `(sub_id, chat_id, node)`s, in increasing id order, every id above those
+        already here. A subscription that cannot be indexed raises ValueError (`Matcher.add`
+        checks first; a failed build is thrown away)."""
         key_ids = self.key_ids
-        new_key = self._new_key
         sub_ids = self.sub_ids
-        rank_of = self.rank_of
         chat_index = self.chat_index
         chat_rank = self.chat_rank
         decided_keys, decided_ranks = self.decided_keys, self.decided_ranks
         chats = self.chats
-        items = list(plans)
         start = len(sub_ids)
-        sub_ids.extend(sub_id for sub_id, _ in items)
-        rank_of.update(zip(sub_ids[start:], range(start, len(sub_ids)), strict=True))
-        for rank, (_, plan) in enumerate(items, start):
-            chat_id, _, first_keys, second_keys, exclude_keys, _, decided = plan
+        known = len(key_ids)
+        for rank, (sub_id, chat_id, node) in enumerate(subscriptions, start):
+            sub_ids.append(sub_id)
             chat = chat_index.get(chat_id)
             if chat is None:
                 chat = chat_index[chat_id] = len(chats)
                 chats.append(chat_id)
             chat_rank.append(chat)
-            if decided and not exclude_keys and not second_keys:
-                for key in first_keys:
-                    key_id = key_ids.get(key)
-                    decided_keys.append(new_key(key) if key_id is None else key_id)
+            # The commonest shapes, decided by their keys alone, without a `_Plan`: what
+            # `_checked_plan` makes of them (one key each, an author's up to four).
+            kind = type(node)
+            if kind is Text:
+                text_words = node.words
+                if len(text_words) == 1:
+                    word = text_words[0]
+                    if not node.prefix:
+                        key: AnchorKey = (_WORD_KIND[node.field], word)
+                        decided_keys.append(key_ids.setdefault(key, len(key_ids)))
+                        decided_ranks.append(rank)
+                        continue
+                    if len(word) >= MIN_PREFIX_LENGTH:
+                        key = (_PREFIX_KIND[node.field], word)
+                        decided_keys.append(key_ids.setdefault(key, len(key_ids)))
+                        decided_ranks.append(rank)
+                        continue
+                elif len(text_words) == 2 and not node.prefix:
+                    key = (_PAIR_KIND[node.field], f"{text_words[0]} {text_words[1]}")
+                    decided_keys.append(key_ids.setdefault(key, len(key_ids)))
                     decided_ranks.append(rank)
+                    continue
+            elif kind is Author:
+                keys = _author_keys(node.name)
+                if keys:
+                    for key in keys:
+                        decided_keys.append(key_ids.setdefault(key, len(key_ids)))
+                        decided_ranks.append(rank)
+                    continue
+            elif kind is Category:
+                decided_keys.append(key_ids.setdefault(("c", node.name), len(key_ids)))
+                decided_ranks.append(rank)
                 continue
-            ids = [key_ids.get(key) for key in plan.first]
-            first = [new_key(key) if key_id is None else key_id
-                     for key, key_id in zip(plan.first, ids, strict=True)]
-            if plan.decided and not plan.exclude:
-                seconds = [self.key(key) for key in plan.second]
-                for key_id in first:
-                    for second in seconds:
-                        self.paired_keys.append(key_id)
-                        self.paired_seconds.append(second)
-                        self.paired_ranks.append(rank)
+            elif kind is Archive:
+                decided_keys.append(key_ids.setdefault(("a", node.name), len(key_ids)))
+                decided_ranks.append(rank)
                 continue
-            checked = len(self.checked_ranks)
-            self.checked_ranks.append(rank)
-            self.checked_nodes.append(plan.node)
-            self.checked_decided.append(plan.decided)
-            self.second.append(tuple(map(self.key, plan.second)))
-            self.exclude.append(tuple(map(self.key, plan.exclude)))
-            self.sure.append(tuple(map(self.key, plan.sure)))
-            for key_id in first:
-                self.checked_keys.append(key_id)
-                self.checked_plans.append(checked)
+            self._add_plan(rank, _checked_plan(sub_id, chat_id, node))
+        self.rank_of.update(zip(sub_ids[start:], range(start, len(sub_ids)), strict=True))
         if sub_ids:
             self.last_id = sub_ids[-1]
+        self._register(known)
         self._arrays = self._words = None
+
+    def _add_plan(self, rank: int, plan: _Plan) -> None:
+        key_ids = self.key_ids
+        first = [key_ids.setdefault(key, len(key_ids)) for key in plan.first]
+        if plan.decided and not plan.exclude:
+            if not plan.second:
+                self.decided_keys.extend(first)
+                self.decided_ranks.extend(repeat(rank, len(first)))
+                return
+            seconds = [key_ids.setdefault(key, len(key_ids)) for key in plan.second]
+            for key_id in first:
+                for second in seconds:
+                    self.paired_keys.append(key_id)
+                    self.paired_seconds.append(second)
+                    self.paired_ranks.append(rank)
+            return
+        checked = len(self.checked_ranks)
+        self.checked_ranks.append(rank)
+        self.checked_nodes.append(plan.node)
+        self.checked_decided.append(plan.decided)
+        self.second.append(tuple(key_ids.setdefault(key, len(key_ids)) for key in plan.second))
+        self.exclude.append(tuple(key_ids.setdefault(key, len(key_ids)) for key in plan.exclude))
+        self.sure.append(tuple(key_ids.setdefault(key, len(key_ids)) for key in plan.sure))
+        for key_id in first:
+            self.checked_keys.append(key_id)
+            self.checked_plans.append(checked)
 
     def remove(self, sub_id: int) -> None:
         self.dead.add(self.rank_of.pop(sub_id))
         self._arrays = None
 
-    def key(self, key: AnchorKey) -> int:
-        key_id = self.key_ids.get(key)
-        return self._new_key(key) if key_id is None else key_id
-
-    def _new_key(self, key: AnchorKey) -> int:
-        key_id = self.key_ids[key] = len(self.key_ids)
-        self._arrays = self._words = None
-        kind, value = key
-        field = _FIELD_OF.get(kind)
-        if field is None:
-            self.by_kind[kind][value] = key_id
-            if len(kind) == 2:  # u1, uf, ua: a name part, then the surname
-                self.surnames.add(value.rpartition(" ")[2])
-            # Papers' names and categories were looked up without this key: look again.
-            if kind[0] == "u":
-                self.author_keys.clear()
+    def _register(self, known: int) -> None:
+        """File the keys numbered from `known` on where a batch's papers will look them up."""
+        if known == len(self.key_ids):
+            return
+        by_kind = self.by_kind
+        surnames = self.surnames
+        prefix_ids, prefix_keys = self.prefix_ids, self.prefix_keys
+        pair_keys, pair_start, word_keys = self.pair_keys, self.pair_start, self.word_keys
+        word = self._word
+        authors = categories = False
+        for key_id, (kind, value) in enumerate(islice(self.key_ids, known, None), known):
+            field = _FIELD_OF.get(kind)
+            if field is None:
+                by_kind[kind][value] = key_id
+                if kind[0] == "u":
+                    authors = True
+                    if len(kind) == 2:  # u1, uf, ua: a name part, then the surname
+                        surnames.add(value.rpartition(" ")[2])
+                else:
+                    categories = True
+            elif kind[0] == "p":
+                prefix = prefix_ids.get(value)
+                if prefix is None:
+                    prefix = prefix_ids[value] = len(prefix_ids)
+                    self.prefix_first.setdefault(value[:MIN_PREFIX_LENGTH], []).append(
+                        (value, prefix))
+                    for table in prefix_keys:
+                        table.append(-1)
+                    self.prefixes_changed = True
+                prefix_keys[field][prefix] = key_id
+            elif len(kind) == 2:
+                first, _, second = value.partition(" ")
+                start = word(first)
+                pair_start[start] = True
+                pair_keys[field][start << _PAIR_SHIFT | word(second)] = key_id
             else:
-                self.category_keys.clear()
-        elif kind[0] == "p":
-            prefix = self.prefix_ids.get(value)
-            if prefix is None:
-                prefix = self.prefix_ids[value] = len(self.prefix_ids)
-                self.prefix_first.setdefault(value[:MIN_PREFIX_LENGTH], []).append(
-                    (value, prefix))
-                for table in self.prefix_keys:
-                    table.append(-1)
-                self.prefixes_changed = True
-            self.prefix_keys[field][prefix] = key_id
-        elif len(kind) == 2:
-            first, _, second = value.partition(" ")
-            start = self._word(first)
-            self.pair_start[start] = True
-            self.pair_keys[field][start << _PAIR_SHIFT | self._word(second)] = key_id
-        else:
-            self.word_keys[field][self._word(value)] = key_id
-        return key_id
+                word_keys[field][word(value)] = key_id
+        # Papers' names and categories were looked up without these keys: look again.
+        if authors:
+            self.author_keys.clear()
+        if categories:
+            self.category_keys.clear()
+        self._arrays = self._words = None
 
     def _word(self, word: str) -> int:
         word_id = self.vocabulary.get(word)
@@ -1158,42 +1202,42 @@ class Matcher:
     """
 
     def __init__(self) -> None:
-        self._plans: dict[int, _Plan] = {}
+        self._subscriptions: dict[int, tuple[int, Node]] = {}  # id -> (chat, query)
         self._compiled: _Compiled | None = None
 
     @classmethod
     def build(cls, subscriptions: Iterable[tuple[int, int, Node]]) -> Matcher:
         """A matcher holding every `(sub_id, chat_id, node)`, compiled."""
         matcher = cls()
-        plans = matcher._plans
+        held = matcher._subscriptions
         # Hundreds of thousands of small objects that all live on: the collector's passes over
         # them (and everything else alive) would find nothing to free.
         with collector_paused():
             for sub_id, chat_id, node in subscriptions:
-                plans[sub_id] = _checked_plan(sub_id, chat_id, node)
-            compiled = matcher._compile()
+                held[sub_id] = (chat_id, node)
+            compiled = matcher._compile()  # and checked: one that cannot be indexed raises
             compiled.arrays()
             compiled.words()
         return matcher
 
     def __len__(self) -> int:
-        return len(self._plans)
+        return len(self._subscriptions)
 
     def add(self, sub_id: int, chat_id: int, node: Node) -> None:
         """Index one subscription (replacing any earlier one with that id)."""
-        plan = _checked_plan(sub_id, chat_id, node)
-        replaced = sub_id in self._plans
-        self._plans[sub_id] = plan
+        _checked_plan(sub_id, chat_id, node)  # raises if it cannot be indexed
+        replaced = sub_id in self._subscriptions
+        self._subscriptions[sub_id] = (chat_id, node)
         compiled = self._compiled
         if compiled is not None:
             if replaced or (compiled.last_id is not None and sub_id <= compiled.last_id):
                 self._compiled = None  # ranks follow ids: compile afresh at the next batch
             else:
-                compiled.extend([(sub_id, plan)])
+                compiled.extend([(sub_id, chat_id, node)])
 
     def remove(self, sub_id: int) -> bool:
         """Forget a subscription; False if it was not there."""
-        if self._plans.pop(sub_id, None) is None:
+        if self._subscriptions.pop(sub_id, None) is None:
             return False
         compiled = self._compiled
         if compiled is not None:
@@ -1206,8 +1250,8 @@ class Matcher:
         compiled = self._compiled
         if compiled is None:
             compiled = _Compiled()
-            plans = self._plans
-            compiled.extend((sub_id, plans[sub_id]) for sub_id in sorted(plans))
+            held = self._subscriptions
+            compiled.extend((sub_id, *held[sub_id]) for sub_id in sorted(held))
             self._compiled = compiled
         return compiled
 
