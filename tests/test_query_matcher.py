@@ -472,9 +472,14 @@ def test_long_non_ascii_and_boundary_words_match_as_naive_evaluation_does(query:
     assert Matcher.build(subscriptions).match(papers) == _naive(subscriptions, papers)
 
 
-def test_words_remembered_as_boring_are_seen_once_a_subscription_needs_them() -> None:
-    # The matcher remembers the words no key needs; a later subscription, word or prefix, must
-    # still find them, in the next batch as in a fresh matcher.
+@pytest.mark.parametrize("remembered", [500_000, 2])
+def test_words_remembered_as_boring_are_seen_once_a_subscription_needs_them(
+        remembered: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The matcher remembers the words no key needs (up to a limit, then it starts afresh); a
+    # later subscription, word or prefix, must still find them, in the next batch too.
+    from bot.query import matcher as matcher_module
+
+    monkeypatch.setattr(matcher_module, "_MAX_BORING_WORDS", remembered)
     first = _paper("Tensor sketching", "Randomised sketches of tensors.", arxiv_id="1")
     second = _paper("More sketching", "Sketches again, randomised.", arxiv_id="2")
     matcher = Matcher.build([(1, 10, parse("graph"))])
@@ -485,6 +490,11 @@ def test_words_remembered_as_boring_are_seen_once_a_subscription_needs_them() ->
     assert matcher.find([first, second]) == [{2, 3}, {2, 3, 4}]
     matcher.add(5, 50, parse("tens*"))  # a new prefix: the boring words are looked at again
     assert matcher.find([first, second]) == [{2, 3, 5}, {2, 3, 4}]
+    long_word = "antidisestablishmentarianisms"  # boring, and too long for the table
+    third = _paper(f"{long_word} again", "tensors", arxiv_id="3")
+    assert matcher.find([third]) == [{5}]
+    matcher.add(6, 60, parse(long_word))
+    assert matcher.find([third, first]) == [{5, 6}, {2, 3, 5}]
 
 
 def test_many_words_and_colliding_hashes_match_as_naive_evaluation_does(

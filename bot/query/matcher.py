@@ -462,6 +462,8 @@ def _checked_plan(sub_id: int, chat_id: int, node: Node) -> _Plan:
 # Which of a word's three tables a text kind uses: anywhere, the title, the abstract.
 _FIELD_OF = {"w": 0, "t": 1, "b": 2, "w2": 0, "t2": 1, "b2": 2, "pw": 0, "pt": 1, "pb": 2}
 _PAIR_SHIFT = 32
+# Where `_Compiled.name_parts` files a key of each kind.
+_NAME_PART = {"u1": 0, "uf": 1, "ua": 2}
 # Past this many words known to have no key and no registered prefix, that memory starts afresh.
 _MAX_BORING_WORDS = 500_000
 # How many papers' words are numbered at a time.
@@ -549,6 +551,9 @@ _WORD_BYTES[128:] = True
 _MASKS = np.ascontiguousarray(
     (np.arange(_PACKED) < np.arange(_PACKED + 1)[:, None]).astype(np.uint8) * np.uint8(255)
 ).view(np.uint64)
+# A word table's slots are kept at least this many times its words, so probes are short.
+_SPARSENESS = 3
+_EMPTY = -2  # a word table's empty slot
 _HASH_FACTORS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F),
                  np.uint64(0x165667B19E3779F9))
 
@@ -570,67 +575,66 @@ def _pack(texts: list[str]) -> np.ndarray:
 
 class _WordTable:
     """Packed words and their numbers: an open-addressing hash table in numpy arrays, so a
-    batch's words are looked up together, a probe or two each."""
+    batch's words are looked up together, a probe or two each. A word's slot holds its packed
+    bytes (the table is exact, whatever the hash) and its number, or -1 for a boring word."""
 
-    __slots__ = ("count", "rows", "slot_hashes", "slots", "values")
+    __slots__ = ("count", "first", "second", "third", "values")
 
     def __init__(self, capacity: int = 1 << 12) -> None:
-        self.slots = np.full(capacity, -1, dtype=np.int64)  # an entry per slot, -1 if empty
-        self.slot_hashes = np.zeros(capacity, dtype=np.uint64)
-        self.rows = np.zeros((0, 3), dtype=np.uint64)  # per entry: the packed word
-        self.values = np.zeros(0, dtype=np.int64)  # per entry: its number, or -1 (boring)
+        self.values = np.full(capacity, _EMPTY, dtype=np.int64)
+        self.first = np.zeros(capacity, dtype=np.uint64)  # the packed word, by slot
+        self.second = np.zeros(capacity, dtype=np.uint64)
+        self.third = np.zeros(capacity, dtype=np.uint64)
         self.count = 0
 
     def find(self, hashes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Each word's entry, or -1 for words not here (`hashes` are the rows' `_hash`)."""
+        """Each word's slot, or -1 for words not here (`hashes` are the rows' `_hash`)."""
         found = np.full(len(hashes), -1, dtype=np.int64)
-        mask = len(self.slots) - 1
+        mask = len(self.values) - 1
         pending = np.arange(len(hashes), dtype=np.int64)
         position = (hashes & np.uint64(mask)).astype(np.int64)
+        first, second, third = rows[:, 0], rows[:, 1], rows[:, 2]
         while len(pending):
-            entry = self.slots[position]
-            done = entry < 0
-            candidates = np.flatnonzero(~done & (self.slot_hashes[position] == hashes[pending]))
-            if len(candidates):
-                exact = candidates[(self.rows[entry[candidates]]
-                                    == rows[pending[candidates]]).all(axis=1)]
-                found[pending[exact]] = entry[exact]
-                done[exact] = True
-            left = ~done
-            pending = pending[left]
-            position = (position[left] + 1) & mask
+            same = ((self.first[position] == first) & (self.second[position] == second)
+                    & (self.third[position] == third))
+            found[pending[same]] = position[same]
+            left = ~same & (self.values[position] != _EMPTY)
+            if not left.any():
+                break
+            pending, position = pending[left], (position[left] + 1) & mask
+            first, second, third = first[left], second[left], third[left]
+        # An empty slot's zero bytes are no word's, so only an occupied slot was found.
         return found
 
     def add(self, hashes: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
         """Add distinct words, none of them here yet."""
-        if 2 * (self.count + len(hashes)) > len(self.slots):
-            capacity = len(self.slots)
-            while 2 * (self.count + len(hashes)) > capacity:
+        if _SPARSENESS * (self.count + len(hashes)) > len(self.values):
+            capacity = len(self.values)
+            while _SPARSENESS * (self.count + len(hashes)) > capacity:
                 capacity *= 2
-            old_rows, old_values = self.rows, self.values
+            held = np.flatnonzero(self.values != _EMPTY)
+            old_rows = np.stack((self.first[held], self.second[held], self.third[held]), axis=1)
+            old_values = self.values[held]
             self.__init__(capacity)  # type: ignore[misc]
             self._place(_hash(old_rows), old_rows, old_values)
         self._place(hashes, rows, values)
 
     def _place(self, hashes: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
-        pending = np.arange(self.count, self.count + len(hashes), dtype=np.int64)
-        self.rows = np.concatenate((self.rows, rows))
-        self.values = np.concatenate((self.values, values))
         self.count += len(hashes)
-        mask = len(self.slots) - 1
-        pending_hashes = hashes
+        mask = len(self.values) - 1
+        pending = np.arange(len(hashes), dtype=np.int64)
         position = (hashes & np.uint64(mask)).astype(np.int64)
         # In rounds: each word takes the next free slot of its probe sequence, one per slot.
         while len(pending):
-            free = np.flatnonzero(self.slots[position] < 0)
+            free = np.flatnonzero(self.values[position] == _EMPTY)
             _, first = np.unique(position[free], return_index=True)
             placed = free[first]
-            self.slots[position[placed]] = pending[placed]
-            self.slot_hashes[position[placed]] = pending_hashes[placed]
+            at, word = position[placed], pending[placed]
+            self.values[at] = values[word]
+            self.first[at], self.second[at], self.third[at] = rows[word].T
             left = np.ones(len(pending), dtype=bool)
             left[placed] = False
-            pending, pending_hashes = pending[left], pending_hashes[left]
-            position = (position[left] + 1) & mask
+            pending, position = pending[left], (position[left] + 1) & mask
 
 
 class _Words(NamedTuple):
@@ -692,13 +696,17 @@ class _Compiled:
         # Keys a paper's categories and authors are looked up in, by kind: c, a, u, u1, uf, ua.
         self.by_kind: dict[str, dict[str, int]] = {
             kind: {} for kind in ("c", "a", "u", "u1", "uf", "ua")}
-        self.surnames: set[str] = set()  # the surnames of the u1, uf and ua keys
+        # Per surname of a u1, uf or ua key, its keys by the name part before it: by initial
+        # (u1), by the part written in full (uf) and by the part abbreviated (ua).
+        self.name_parts: dict[str, tuple[dict[str, int], dict[str, int], dict[str, int]]] = {}
         self.vocabulary: dict[str, int] = {}
         self.word_keys: tuple[list[int], list[int], list[int]] = ([], [], [])
         self.pair_start: list[bool] = []
         self.word_prefixes: list[tuple[int, ...]] = []
-        self.boring: set[str] = set()  # words with neither keys nor registered prefixes
-        # The known words of up to 24 bytes with their numbers, and the boring ones with -1.
+        # The known words of up to 24 bytes with their numbers, and the boring ones (with
+        # neither keys nor registered prefixes) with -1; the longer boring words in a set.
+        self.boring: set[str] = set()
+        self.boring_count = 0
         self.table = _WordTable()
         self.table_words = 0  # how many known words the table has seen
         self.prefix_ids: dict[str, int] = {}
@@ -832,7 +840,7 @@ class _Compiled:
         if known == len(self.key_ids):
             return
         by_kind = self.by_kind
-        surnames = self.surnames
+        name_parts = self.name_parts
         prefix_ids, prefix_keys = self.prefix_ids, self.prefix_keys
         pair_keys, pair_start, word_keys = self.pair_keys, self.pair_start, self.word_keys
         word = self._word
@@ -844,7 +852,11 @@ class _Compiled:
                 if kind[0] == "u":
                     authors = True
                     if len(kind) == 2:  # u1, uf, ua: a name part, then the surname
-                        surnames.add(value.rpartition(" ")[2])
+                        text, _, surname = value.rpartition(" ")
+                        parts = name_parts.get(surname)
+                        if parts is None:
+                            parts = name_parts[surname] = ({}, {}, {})
+                        parts[_NAME_PART[kind]][text] = key_id
                 else:
                     categories = True
             elif kind[0] == "p":
@@ -880,7 +892,7 @@ class _Compiled:
             self.pair_start.append(False)
             # While prefixes are being registered, `words()` works every word's out afresh.
             self.word_prefixes.append(() if self.prefixes_changed else self._prefixes_of(word))
-            self.boring.discard(word)  # and `words()` numbers it in the table
+            self.boring.discard(word)  # if short, `words()` numbers it in the table
             self._words = None
         return word_id
 
@@ -913,6 +925,7 @@ class _Compiled:
 
     def _forget_boring(self) -> None:
         self.boring.clear()
+        self.boring_count = 0
         self.table = _WordTable()
         self.table_words = 0
         self._words = None
@@ -930,9 +943,9 @@ class _Compiled:
         rows = _pack([new[index] for index in short])
         hashes = _hash(rows)
         numbers = np.asarray(short, dtype=np.int64) + first
-        entries = self.table.find(hashes, rows)
-        there = entries >= 0
-        self.table.values[entries[there]] = numbers[there]
+        slots = self.table.find(hashes, rows)
+        there = slots >= 0
+        self.table.values[slots[there]] = numbers[there]
         self.table.add(hashes[~there], rows[~there], numbers[~there])
 
     def _make_arrays(self) -> _Arrays:
@@ -979,23 +992,31 @@ class _Compiled:
             person = _person(name)
             key = "" if person is None else person.key
         found: list[int] = []
-        by_kind = self.by_kind
-        if key in by_kind["u"]:
-            found.append(by_kind["u"][key])
-        if key in self.surnames:
+        surname = self.by_kind["u"].get(key)
+        if surname is not None:
+            found.append(surname)
+        keys = self.name_parts.get(key)
+        if keys is not None:
+            initials, full, abbreviated_keys = keys
             if plain is not None:
-                leading = [(text, index < start and len(text) == 1)
-                           for index, text in enumerate(parts[:-1])]
+                for index in range(len(parts) - 1):
+                    text = parts[index]
+                    initial = initials.get(text[0])
+                    if initial is not None:
+                        found.append(initial)
+                    named = (abbreviated_keys if index < start and len(text) == 1
+                             else full).get(text)
+                    if named is not None:
+                        found.append(named)
             elif person is not None:
-                leading = [(part.text, part.abbreviated) for part in person.leading()]
-            initials, full, abbreviated_keys = by_kind["u1"], by_kind["uf"], by_kind["ua"]
-            for text, abbreviated in leading:
-                initial = initials.get(f"{text[0]} {key}")
-                if initial is not None:
-                    found.append(initial)
-                named = (abbreviated_keys if abbreviated else full).get(f"{text} {key}")
-                if named is not None:
-                    found.append(named)
+                for part in person.leading():
+                    text = part.text
+                    initial = initials.get(text[0])
+                    if initial is not None:
+                        found.append(initial)
+                    named = (abbreviated_keys if part.abbreviated else full).get(text)
+                    if named is not None:
+                        found.append(named)
         if len(self.author_keys) >= _MAX_REMEMBERED_NAMES:
             self.author_keys.clear()
         self.author_keys[name] = result = tuple(found)
@@ -1029,10 +1050,10 @@ class _Compiled:
         hashes = _hash(rows)
         self.words()  # the boring words are only known once the prefixes are settled
         table = self.table
-        entries = table.find(hashes, rows)
-        ids = table.values[entries] if table.count else np.full(len(entries), -1, dtype=np.int64)
+        slots = table.find(hashes, rows)
+        ids = table.values[slots]
         # By hand: the words too long to pack, and those never seen.
-        looked = np.flatnonzero((entries < 0) | (lengths_of > _PACKED))
+        looked = np.flatnonzero((slots < 0) | (lengths_of > _PACKED))
         if len(looked):
             ids[looked] = self._look_up(data, starts[looked], ends[looked], hashes[looked],
                                         rows[looked])
@@ -1053,30 +1074,32 @@ class _Compiled:
                  | (rows != rows[representative]).any(axis=1))
         representative[alone] = np.flatnonzero(alone)
         chosen = np.flatnonzero(representative == np.arange(len(representative)))
-        vocabulary, boring = self.vocabulary, self.boring
-        if len(boring) > _MAX_BORING_WORDS:
+        if self.boring_count > _MAX_BORING_WORDS:
             self._forget_boring()
             self.words()
-            boring = self.boring
+        vocabulary, boring = self.vocabulary, self.boring
+        long_before = len(boring)
         found: list[int] = []
-        packable: list[int] = []
+        packable: dict[str, int] = {}  # new boring words for the table (a short word is
+        # only looked up by hand when the table has not seen it)
         for index, start, end in zip(chosen.tolist(), starts[chosen].tolist(),
                                      ends[chosen].tolist(), strict=True):
             word = data[start:end].decode()
             word_id = vocabulary.get(word)
             if word_id is None:
                 word_id = -1
-                if word not in boring:
+                if word not in boring and word not in packable:
                     if self._prefixes_of(word):
                         word_id = self._word(word)
-                    else:
+                    elif long[index]:
                         boring.add(word)
-                        if not long[index]:
-                            packable.append(index)
+                    else:
+                        packable[word] = index
             found.append(word_id)
         if packable:
-            self.table.add(hashes[packable], rows[packable],
-                           np.full(len(packable), -1, dtype=np.int64))
+            where = list(packable.values())
+            self.table.add(hashes[where], rows[where], np.full(len(where), -1, dtype=np.int64))
+        self.boring_count += len(packable) + len(boring) - long_before
         ids = np.full(len(representative), -1, dtype=np.int64)
         ids[chosen] = found
         return ids[representative]
