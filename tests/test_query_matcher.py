@@ -513,3 +513,17 @@ def test_many_words_and_colliding_hashes_match_as_naive_evaluation_does(
     matcher = Matcher.build(subscriptions)
     for _ in range(2):  # the second batch finds the words the first remembered
         assert matcher.match(papers) == _naive(subscriptions, papers)
+
+
+@pytest.mark.parametrize("query", ["au:yoneki", 'au:"E. Yoneki"', 'au:"Eiko Yoneki"',
+                                   'au:"Ei. Yoneki"', 'au:"Emma Yoneki"', 'au:"E Yoneki"',
+                                   'au:"Eik. Yoneki"', "au:eiko", 'au:"Y. Eiko"'])
+def test_two_word_author_names_match_as_naive_evaluation_does(query: str) -> None:
+    # "Given Surname" in plain ASCII letters takes a short path to its keys; an initial
+    # without a dot, capitals, doubled spaces and tabs must come out as the general path has.
+    names = ["Eiko Yoneki", "E Yoneki", "EIKO YONEKI", "Eiko  Yoneki", "Eiko\tYoneki",
+             "Ei Yoneki", "Emma Yoneki", "Yoneki Eiko", "Eiko Yoneki Jr", "E. Yoneki"]
+    papers = [_paper("Title", authors=[name], arxiv_id=str(number))
+              for number, name in enumerate(names)]
+    subscriptions = [(1, 10, parse(query))]
+    assert Matcher.build(subscriptions).match(papers) == _naive(subscriptions, papers)

@@ -16,7 +16,8 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
-from itertools import chain, islice, pairwise, repeat
+from itertools import chain, islice, pairwise
+from operator import itemgetter, lt
 from typing import NamedTuple
 
 import numpy as np
@@ -380,6 +381,9 @@ def _term(node: Node) -> tuple[frozenset[AnchorKey], float, bool] | None:
     return None
 
 
+_cost_of = itemgetter(1)
+
+
 def _and_plan(chat_id: int, node: And) -> _Plan | None:
     """`_plan` of an AND of common terms and exclusions of them; None for any other AND."""
     positive = []
@@ -397,9 +401,9 @@ def _and_plan(chat_id: int, node: And) -> _Plan | None:
             positive.append(term)
     if not positive:
         return None
-    positive.sort(key=lambda option: option[1])
+    positive.sort(key=_cost_of)
     excluded = [keys for keys, _, decidable in negative if decidable]
-    decided = (len(positive) <= 2 and all(decidable for _, _, decidable in positive)
+    decided = (len(positive) <= 2 and all([decidable for _, _, decidable in positive])
                and len(excluded) == len(negative))
     second = positive[1][0] if len(positive) > 1 else frozenset()
     return _Plan(chat_id, node, positive[0][0], second, frozenset().union(*excluded),
@@ -554,6 +558,9 @@ _MASKS = np.ascontiguousarray(
 # A word table's slots are kept at least this many times its words, so probes are short.
 _SPARSENESS = 3
 _EMPTY = -2  # a word table's empty slot
+# The first three bytes of a packed word: a word with a prefix (three letters or more) starts
+# with that prefix's three first bytes.
+_STEM = _MASKS[MIN_PREFIX_LENGTH, 0]
 _HASH_FACTORS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F),
                  np.uint64(0x165667B19E3779F9))
 
@@ -595,10 +602,11 @@ class _WordTable:
         position = (hashes & np.uint64(mask)).astype(np.int64)
         first, second, third = rows[:, 0], rows[:, 1], rows[:, 2]
         while len(pending):
-            same = ((self.first[position] == first) & (self.second[position] == second)
-                    & (self.third[position] == third))
+            # (`take` is the quicker gather for a flat array.)
+            same = ((self.first.take(position) == first) & (self.second.take(position) == second)
+                    & (self.third.take(position) == third))
             found[pending[same]] = position[same]
-            left = ~same & (self.values[position] != _EMPTY)
+            left = ~same & (self.values.take(position) != _EMPTY)
             if not left.any():
                 break
             pending, position = pending[left], (position[left] + 1) & mask
@@ -644,6 +652,7 @@ class _Words(NamedTuple):
     pair_start: np.ndarray  # per word: whether a word pair key starts with it
     prefix_pointers: np.ndarray  # per word: its registered prefixes, rows of prefix_ids
     prefix_ids: np.ndarray
+    stems: np.ndarray  # sorted: the first three bytes of each registered prefix, packed
 
 
 class _Arrays(NamedTuple):
@@ -806,14 +815,16 @@ class _Compiled:
         self._arrays = self._words = None
 
     def _add_plan(self, rank: int, plan: _Plan) -> None:
+        _, node, first_keys, second_keys, exclude_keys, sure_keys, decided = plan
         key_ids = self.key_ids
-        first = [key_ids.setdefault(key, len(key_ids)) for key in plan.first]
-        if plan.decided and not plan.exclude:
-            if not plan.second:
-                self.decided_keys.extend(first)
-                self.decided_ranks.extend(repeat(rank, len(first)))
+        number = key_ids.setdefault
+        first = [number(key, len(key_ids)) for key in first_keys]
+        if decided and not exclude_keys:
+            if not second_keys:
+                self.decided_keys += first
+                self.decided_ranks += [rank] * len(first)
                 return
-            seconds = [key_ids.setdefault(key, len(key_ids)) for key in plan.second]
+            seconds = [number(key, len(key_ids)) for key in second_keys]
             for key_id in first:
                 for second in seconds:
                     self.paired_keys.append(key_id)
@@ -822,14 +833,16 @@ class _Compiled:
             return
         checked = len(self.checked_ranks)
         self.checked_ranks.append(rank)
-        self.checked_nodes.append(plan.node)
-        self.checked_decided.append(plan.decided)
-        self.second.append(tuple(key_ids.setdefault(key, len(key_ids)) for key in plan.second))
-        self.exclude.append(tuple(key_ids.setdefault(key, len(key_ids)) for key in plan.exclude))
-        self.sure.append(tuple(key_ids.setdefault(key, len(key_ids)) for key in plan.sure))
-        for key_id in first:
-            self.checked_keys.append(key_id)
-            self.checked_plans.append(checked)
+        self.checked_nodes.append(node)
+        self.checked_decided.append(decided)
+        self.second.append(tuple([number(key, len(key_ids)) for key in second_keys])
+                           if second_keys else ())
+        self.exclude.append(tuple([number(key, len(key_ids)) for key in exclude_keys])
+                            if exclude_keys else ())
+        self.sure.append(tuple([number(key, len(key_ids)) for key in sure_keys])
+                         if sure_keys else ())
+        self.checked_keys += first
+        self.checked_plans += [checked] * len(first)
 
     def remove(self, sub_id: int) -> None:
         self.dead.add(self.rank_of.pop(sub_id))
@@ -920,7 +933,8 @@ class _Compiled:
             self._number_new_words()
             found = self._words = _Words(
                 np.asarray(self.word_keys, dtype=np.int64).reshape(3, -1),
-                np.asarray(self.pair_start, dtype=bool), *_ragged(self.word_prefixes))
+                np.asarray(self.pair_start, dtype=bool), *_ragged(self.word_prefixes),
+                _unique(_pack(list(self.prefix_first))[:, 0] & _STEM))
         return found
 
     def _forget_boring(self) -> None:
@@ -982,6 +996,24 @@ class _Compiled:
         # The keys a paper carries for one author: the surname ("u"), and for each part before
         # it, "e yoneki" for its initial ("u1") and "eiko yoneki" as written, full or
         # abbreviated ("uf", "ua").
+        if name.isascii() and name.replace(" ", "").isalpha():
+            parts = name.lower().split()
+            if len(parts) == 2:
+                # The commonest name, "Given Surname": what `plain_name` makes of it, inline.
+                given, key = parts
+                found = []
+                surname = self.by_kind["u"].get(key)
+                if surname is not None:
+                    found.append(surname)
+                keys = self.name_parts.get(key)
+                if keys is not None:
+                    initial = keys[0].get(given[0])
+                    if initial is not None:
+                        found.append(initial)
+                    named = keys[2 if len(given) == 1 else 1].get(given)
+                    if named is not None:
+                        found.append(named)
+                return self._remember(name, tuple(found))
         plain = plain_name(name)
         person = None
         if plain is not None:
@@ -1017,10 +1049,13 @@ class _Compiled:
                     named = (abbreviated_keys if part.abbreviated else full).get(text)
                     if named is not None:
                         found.append(named)
+        return self._remember(name, tuple(found))
+
+    def _remember(self, name: str, keys: tuple[int, ...]) -> tuple[int, ...]:
         if len(self.author_keys) >= _MAX_REMEMBERED_NAMES:
             self.author_keys.clear()
-        self.author_keys[name] = result = tuple(found)
-        return result
+        self.author_keys[name] = keys
+        return keys
 
     def _category(self, category: str) -> tuple[int, ...]:
         listed, archive = listed_in(category)
@@ -1040,7 +1075,7 @@ class _Compiled:
         text_starts = np.zeros(len(texts), dtype=np.int64)
         np.cumsum(np.asarray(lengths[:-1], dtype=np.int64) + 1, out=text_starts[1:])
         data_bytes = np.frombuffer(data, dtype=np.uint8)
-        inside = _WORD_BYTES[data_bytes]
+        inside = _WORD_BYTES.take(data_bytes)
         edges = np.flatnonzero(inside[1:] != inside[:-1]) + 1
         starts, ends = edges[0::2], edges[1::2]
         text_of = np.searchsorted(text_starts, starts - 1, side="right") - 1
@@ -1076,7 +1111,16 @@ class _Compiled:
         chosen = np.flatnonzero(representative == np.arange(len(representative)))
         if self.boring_count > _MAX_BORING_WORDS:
             self._forget_boring()
-            self.words()
+        # A short word the table has not seen is not a known one: without the first bytes of
+        # some registered prefix, it is boring, and need not be read.
+        stems = self.words().stems
+        plain = ~long[chosen] & ~_carries(stems, rows[chosen, 0] & _STEM)
+        boring_words = chosen[plain]
+        chosen = chosen[~plain]
+        if len(boring_words):
+            self.table.add(hashes[boring_words], rows[boring_words],
+                           np.full(len(boring_words), -1, dtype=np.int64))
+            self.boring_count += len(boring_words)
         vocabulary, boring = self.vocabulary, self.boring
         long_before = len(boring)
         found: list[int] = []
@@ -1232,13 +1276,19 @@ class Matcher:
     def build(cls, subscriptions: Iterable[tuple[int, int, Node]]) -> Matcher:
         """A matcher holding every `(sub_id, chat_id, node)`, compiled."""
         matcher = cls()
-        held = matcher._subscriptions
         # Hundreds of thousands of small objects that all live on: the collector's passes over
         # them (and everything else alive) would find nothing to free.
         with collector_paused():
-            for sub_id, chat_id, node in subscriptions:
-                held[sub_id] = (chat_id, node)
-            compiled = matcher._compile()  # and checked: one that cannot be indexed raises
+            items = list(subscriptions)
+            matcher._subscriptions = {
+                sub_id: (chat_id, node) for sub_id, chat_id, node in items}
+            ids = [sub_id for sub_id, _, _ in items]
+            if all(map(lt, ids, islice(ids, 1, None))):
+                # Ids in increasing order, as the service reads them: compiled as they come.
+                compiled = matcher._compiled = _Compiled()
+                compiled.extend(items)  # and checked: one that cannot be indexed raises
+            else:
+                compiled = matcher._compile()
             compiled.arrays()
             compiled.words()
         return matcher
