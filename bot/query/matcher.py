@@ -702,9 +702,8 @@ class _Compiled:
 
     def __init__(self) -> None:
         self.key_ids: dict[AnchorKey, int] = {}
-        # Keys a paper's categories and authors are looked up in, by kind: c, a, u, u1, uf, ua.
-        self.by_kind: dict[str, dict[str, int]] = {
-            kind: {} for kind in ("c", "a", "u", "u1", "uf", "ua")}
+        # Keys a paper's categories and surnames are looked up in, by kind: c, a, u.
+        self.by_kind: dict[str, dict[str, int]] = {kind: {} for kind in ("c", "a", "u")}
         # Per surname of a u1, uf or ua key, its keys by the name part before it: by initial
         # (u1), by the part written in full (uf) and by the part abbreviated (ua).
         self.name_parts: dict[str, tuple[dict[str, int], dict[str, int], dict[str, int]]] = {}
@@ -861,17 +860,19 @@ class _Compiled:
         for key_id, (kind, value) in enumerate(islice(self.key_ids, known, None), known):
             field = _FIELD_OF.get(kind)
             if field is None:
-                by_kind[kind][value] = key_id
-                if kind[0] == "u":
+                if len(kind) == 2:  # u1, uf, ua: a name part, then the surname
                     authors = True
-                    if len(kind) == 2:  # u1, uf, ua: a name part, then the surname
-                        text, _, surname = value.rpartition(" ")
-                        parts = name_parts.get(surname)
-                        if parts is None:
-                            parts = name_parts[surname] = ({}, {}, {})
-                        parts[_NAME_PART[kind]][text] = key_id
+                    text, _, surname = value.rpartition(" ")
+                    parts = name_parts.get(surname)
+                    if parts is None:
+                        parts = name_parts[surname] = ({}, {}, {})
+                    parts[_NAME_PART[kind]][text] = key_id
                 else:
-                    categories = True
+                    by_kind[kind][value] = key_id
+                    if kind == "u":
+                        authors = True
+                    else:
+                        categories = True
             elif kind[0] == "p":
                 prefix = prefix_ids.get(value)
                 if prefix is None:
