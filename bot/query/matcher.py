@@ -587,7 +587,8 @@ class _WordTable:
 
     __slots__ = ("count", "first", "second", "third", "values")
 
-    def __init__(self, capacity: int = 1 << 12) -> None:
+    def __init__(self, capacity: int = 1 << 16) -> None:
+        # (2 MB to start: a first batch of 2,000 papers meets some 15,000 new words.)
         self.values = np.full(capacity, _EMPTY, dtype=np.int64)
         self.first = np.zeros(capacity, dtype=np.uint64)  # the packed word, by slot
         self.second = np.zeros(capacity, dtype=np.uint64)
@@ -718,6 +719,8 @@ class _Compiled:
         self.table = _WordTable()
         self.table_words = 0  # how many known words the table has seen
         self.prefix_ids: dict[str, int] = {}
+        self.stems = np.zeros(0, dtype=np.uint64)
+        self.stems_of = 0  # how many prefixes `stems` has seen
         self.prefix_first: dict[str, list[tuple[str, int]]] = {}
         self.prefix_keys: tuple[list[int], list[int], list[int]] = ([], [], [])
         self.prefixes_changed = False
@@ -935,8 +938,15 @@ class _Compiled:
             found = self._words = _Words(
                 np.asarray(self.word_keys, dtype=np.int64).reshape(3, -1),
                 np.asarray(self.pair_start, dtype=bool), *_ragged(self.word_prefixes),
-                _unique(_pack(list(self.prefix_first))[:, 0] & _STEM))
+                self._stems())
         return found
+
+    def _stems(self) -> np.ndarray:
+        """`_Words.stems`, worked out again only when prefixes were registered since."""
+        if self.stems_of != len(self.prefix_ids):
+            self.stems = _unique(_pack(list(self.prefix_first))[:, 0] & _STEM)
+            self.stems_of = len(self.prefix_ids)
+        return self.stems
 
     def _forget_boring(self) -> None:
         self.boring.clear()
