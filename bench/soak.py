@@ -78,7 +78,7 @@ from bot.arxiv.calendar import HOLIDAYS, ArxivCalendar
 from bot.arxiv.plan import build_feed_plan
 from bot.config import load_settings
 from bot.core.clock import ManualClock
-from bot.core.memory import ARENA_MAX, cap_malloc_arenas
+from bot.core.memory import ARENA_MAX, MMAP_THRESHOLD, cap_malloc_arenas, fix_mmap_threshold
 from bot.core.models import AnnounceType, ArxivId, Paper
 from bot.delivery.pacing import Pacer
 from bot.query.matcher import PaperFeatures, evaluate, evaluate_features
@@ -1173,6 +1173,8 @@ def main() -> None:
                            help="with --memory-detail: malloc_trim(0) daily, RSS before and after")
     arguments.add_argument("--no-arena-cap", dest="arena_cap", action="store_false",
                            help="leave glibc's malloc arenas uncapped (the bot caps them)")
+    arguments.add_argument("--no-mmap-threshold", dest="mmap_threshold", action="store_false",
+                           help="leave glibc's mmap threshold dynamic (the bot fixes it)")
     arguments.add_argument("--python-malloc", choices=("pymalloc", "malloc"),
                            help="run under PYTHONMALLOC=... (the soak starts itself again)")
     args = arguments.parse_args()
@@ -1181,7 +1183,9 @@ def main() -> None:
                   {**os.environ, "PYTHONMALLOC": args.python_malloc})
     # As `python -m bot` does at start (bot/core/memory.py), before any thread allocates.
     capped = args.arena_cap and cap_malloc_arenas()
-    print(f"malloc arenas: {'capped at ' + str(ARENA_MAX) if capped else 'uncapped'}"
+    fixed = args.mmap_threshold and fix_mmap_threshold()
+    print(f"malloc arenas: {'capped at ' + str(ARENA_MAX) if capped else 'uncapped'}; "
+          f"mmap threshold: {f'{MMAP_THRESHOLD // 1024} KiB' if fixed else 'dynamic'}"
           + (f"; PYTHONMALLOC={os.environ['PYTHONMALLOC']}" if "PYTHONMALLOC" in os.environ
              else ""))
     if args.days < 1 or args.chats < len(NON_CS) + 10:

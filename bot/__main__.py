@@ -19,7 +19,7 @@ from bot.config import (
     database_secrets,
     load_settings,
 )
-from bot.core.memory import cap_malloc_arenas
+from bot.core.memory import cap_malloc_arenas, fix_mmap_threshold
 from bot.core.redaction import install as install_redaction
 from bot.storage.errors import DatabaseError, DatabaseLocked
 
@@ -82,6 +82,7 @@ def _run(settings: Settings, lock: object) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, load settings and run the chosen command."""
     cap_malloc_arenas()  # before any thread allocates: see bot/core/memory.py
+    fix_mmap_threshold()
     args = _parser().parse_args(argv)
     try:
         settings = load_settings()
