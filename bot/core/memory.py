@@ -18,8 +18,8 @@ is freed; from then on the threshold rises to that block's size (up to 32 MiB), 
 body, a corpus's sparse rows or a list of a million tokens come from the heap, where the small
 objects allocated meanwhile pin their pages and the free memory grows between trims.
 `fix_mmap_threshold` keeps the threshold where glibc starts it, so such blocks go back to the
-system when freed (the soak at 200 chats: malloc's free memory at the end of a day rose
-24 -> 68 MB over 39 days with glibc's rule, and stayed at 6-17 MB over 15 days with this).
+system when freed (the 90-day soak at 200 chats: malloc's free memory at the end of a day
+27-70 MB with glibc's rule, and RSS swinging 30 MB with it; 11-21 MB with this).
 """
 
 from __future__ import annotations
