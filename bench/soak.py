@@ -982,6 +982,9 @@ class Soak:
                 self.publish(day)
             elif what == "catch-up":
                 self.arxiv.set_stale(False)
+                # The fake lives in this process: a stale day's 2,500 API papers and listing
+                # pages, kept for good, were counted as the bot's memory (about 5 MB a day).
+                self.arxiv.forget_day()
             elif what == "poll":
                 # The first poll after the feed changed ingests it: the day's heaviest moment.
                 await self.poll(traced and hour == POLL_TIMES[1])

@@ -162,6 +162,13 @@ class FakeArxivServer(LoopbackServer):
                 versions[:] = [p for p in versions if p.version != paper.version] + [paper]
                 versions.sort(key=lambda p: p.version)
 
+    def forget_day(self) -> None:
+        """Drop the listing pages and the API's papers: what a stale day served, once the
+        feeds have caught up (in a long bench they are memory of the process it measures)."""
+        with self._lock:
+            self._state.listings.clear()
+            self._state.api_papers.clear()
+
     def set_api_response(self, key: str | None, body: bytes, *, status: int = 200) -> None:
         """A raw API body for one `id_list` or `search_query` value, or for any query (None)."""
         resource = _resource(body, status, "application/atom+xml; charset=utf-8")
