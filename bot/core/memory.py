@@ -57,17 +57,8 @@ def cap_malloc_arenas(arenas: int = ARENA_MAX) -> bool:
     """Cap glibc's malloc arenas at `arenas` (call at start, before threads allocate); True
     if the cap is in force. A MALLOC_ARENA_MAX the operator set is left as it is; on another
     C library (musl, macOS) there is nothing to cap."""
-    if not sys.platform.startswith("linux") or os.environ.get("MALLOC_ARENA_MAX"):
-        return False
-    libc = _glibc()
-    mallopt = getattr(libc, "mallopt", None)
-    if mallopt is None:
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    if mallopt(M_ARENA_MAX, arenas) != 1:
-        log.debug("mallopt(M_ARENA_MAX) refused; arenas stay uncapped")
-        return False
-    return True
+    return _mallopt("MALLOC_ARENA_MAX", M_ARENA_MAX, arenas,
+                    "mallopt(M_ARENA_MAX) refused; arenas stay uncapped")
 
 
 def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
@@ -75,14 +66,21 @@ def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
     blocks that big are mapped apart and go back to the system when freed, instead of the
     threshold rising to the size of each bigger block freed; True if in force. A
     MALLOC_MMAP_THRESHOLD_ the operator set is left as it is; nothing on another C library."""
-    if not sys.platform.startswith("linux") or os.environ.get("MALLOC_MMAP_THRESHOLD_"):
+    return _mallopt("MALLOC_MMAP_THRESHOLD_", M_MMAP_THRESHOLD, threshold,
+                    "mallopt(M_MMAP_THRESHOLD) refused; the threshold stays dynamic")
+
+
+def _mallopt(variable: str, option: int, value: int, refused: str) -> bool:
+    """glibc's mallopt(option, value), unless the operator set its environment `variable`
+    or the C library is another; True if in force."""
+    if not sys.platform.startswith("linux") or os.environ.get(variable):
         return False
     mallopt = getattr(_glibc(), "mallopt", None)
     if mallopt is None:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    if mallopt(M_MMAP_THRESHOLD, threshold) != 1:
-        log.debug("mallopt(M_MMAP_THRESHOLD) refused; the threshold stays dynamic")
+    if mallopt(option, value) != 1:
+        log.debug(refused)
         return False
     return True
 
