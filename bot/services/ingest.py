@@ -417,7 +417,7 @@ def _alerts_by_paper(subscriptions: SubscriptionService,
              else AlertKind.NEW for c in fresh}
     by_paper: dict[str, list[Alert]] = {arxiv_id: [] for arxiv_id in kinds}
     topics = subscriptions.topics  # only subscriptions bound to a forum topic
-    # The same subscriptions match many papers: their texts are looked up once per poll.
+    # The same subscriptions match many papers: their texts are looked up once per match.
     texts: dict[tuple[int, ...], tuple[str, ...]] = {}
     for chat_id, chat_matches in subscriptions.matcher.match([c.paper for c in fresh]).items():
         for match in chat_matches:
