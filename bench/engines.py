@@ -35,7 +35,7 @@ from telegram import Bot
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.deliver import drain as real_drain
-from bench.match import CHATS, PAPERS, Corpus, subscription_rows
+from bench.match import CHATS, PAPERS, Corpus, rss_mb, subscription_rows
 from bot.config import load_settings
 from bot.core.clock import ManualClock
 from bot.services.container import Wiring, open_services
@@ -74,22 +74,17 @@ def _written_bytes() -> int:
         return int(next(line for line in io if line.startswith("write_bytes:")).split()[1])
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 class _PeakRss(threading.Thread):
     """RSS sampled every 0.1 s while the poll runs."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
-        self.before = self.peak = _rss_mb()
+        self.before = self.peak = rss_mb()
         self.stopping = threading.Event()
 
     def run(self) -> None:
         while not self.stopping.wait(0.1):
-            self.peak = max(self.peak, _rss_mb())
+            self.peak = max(self.peak, rss_mb())
 
 
 async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | str]:
@@ -116,7 +111,7 @@ async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | st
             cpu, written = time.process_time() - cpu, _written_bytes() - written
             rss.stopping.set()
             rss.join()
-            after = _rss_mb()
+            after = rss_mb()
             if report.failed_sources:
                 raise SystemExit(f"a feed failed: {report.failed_sources}")
             storage = services.storage

@@ -194,7 +194,7 @@ def subscription_rows(corpus: Corpus, first_chat: int, now: float
     return rows
 
 
-def _rss_mb() -> float:
+def rss_mb() -> float:
     """The process's current resident memory, in MB (Linux)."""
     pages = int(Path("/proc/self/statm").read_text().split()[1])
     return pages * resource.getpagesize() / 2**20
@@ -228,12 +228,12 @@ def main() -> None:
         subscriptions.append((sub_id, corpus.random.randrange(CHATS), node))
 
     gc.collect()
-    before_index_mb = _rss_mb()
+    before_index_mb = rss_mb()
     started, started_cpu = time.perf_counter(), time.process_time()
     matcher = Matcher.build(subscriptions)
     build_seconds = time.perf_counter() - started
     build_cpu = time.process_time() - started_cpu
-    index_mb = _rss_mb() - before_index_mb
+    index_mb = rss_mb() - before_index_mb
     # No gc.freeze(): the bot does not freeze its heap, so the collector sees the index here too.
 
     started_cpu = time.process_time()
