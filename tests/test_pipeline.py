@@ -38,6 +38,7 @@ TUESDAY = datetime(2026, 11, 17, 5, 0, tzinfo=UTC)
 SATURDAY_NOON_ET = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
 NEXT_TUESDAY_NOON_ET = datetime(2026, 11, 24, 17, 0, tzinfo=UTC)
 READER = 501  # a researcher following cs.LG
+MANY_CHATS = range(1000, 1600)  # more readers of cs.LG, for the polls that measure memory
 
 
 @dataclasses.dataclass
@@ -165,23 +166,30 @@ def counts(report: PollReport) -> tuple[int, int, int]:
 # --- what a poll holds on to --------------------------------------------------------------------
 
 
-async def test_a_running_bots_poll_keeps_none_of_its_alerts_once_they_are_stored(rig: Rig) -> None:
-    """The scheduled poll needs only counts: half a million alerts after a big poll are about
-    100 MB that the bot held until the next poll. Only the dry run asks to keep them."""
-    chats = range(1000, 1600)
-    for chat_id in chats:
+async def traced_poll(rig: Rig, papers: int) -> tuple[PollReport, int, int]:
+    """A scheduled poll of `papers` papers that 600 more chats follow, and what Python held
+    after it and at its peak, in bytes above its start (tracemalloc)."""
+    for chat_id in MANY_CHATS:
         await rig.follow(chat_id, "cs.LG")
-    rig.serve([make_paper(n) for n in range(1, 21)], MONDAY)
+    rig.serve([make_paper(n) for n in range(1, papers + 1)], MONDAY)
     rig.clock.advance(900)
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
         report = await rig.pipeline.poll()
-        held = tracemalloc.get_traced_memory()[0] - before
+        held, peak = (figure - before for figure in tracemalloc.get_traced_memory())
     finally:
         tracemalloc.stop()
+    return report, held, peak
 
-    assert (report.alert_count, report.alerted_chats) == (20 * 601, {READER, *chats})
+
+async def test_a_running_bots_poll_keeps_none_of_its_alerts_once_they_are_stored(rig: Rig) -> None:
+    """The scheduled poll needs only counts: half a million alerts after a big poll are about
+    100 MB that the bot held until the next poll. Only the dry run asks to keep them."""
+    report, held, _ = await traced_poll(rig, 20)
+
+    assert (report.alert_count, report.alerted_chats) == (20 * 601, {READER, *MANY_CHATS})
     assert report.alerts == []
     assert held < 1_000_000, f"the poll held {held:,} bytes after its 12,020 alerts were stored"
     assert len(await rig.queued(1000)) == 20, "each is in the outbox"
@@ -192,19 +200,7 @@ async def test_a_big_feed_is_matched_part_by_part_so_its_alerts_are_never_all_in
     """Matched whole, a 2,000-paper day against 100,000 subscriptions held 516,668 alerts at
     once (200 MB more at the poll's peak); part by part, one part's alerts at a time."""
     monkeypatch.setattr(ingest, "INGEST_MATCH_PAPERS", 5)
-    chats = range(1000, 1600)
-    for chat_id in chats:
-        await rig.follow(chat_id, "cs.LG")
-    rig.serve([make_paper(n) for n in range(1, 41)], MONDAY)
-    rig.clock.advance(900)
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        report = await rig.pipeline.poll()
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
+    report, _, peak = await traced_poll(rig, 40)
 
     assert report.alert_count == 40 * 601
     assert peak < 3_000_000, f"the poll's peak was {peak:,} bytes above its start"
