@@ -87,7 +87,8 @@ class SqliteStorage:
         await self.db.quick_check()
 
     async def upkeep(self) -> Compaction | None:
-        """PRAGMA optimize, then VACUUM when pruning left a large share of the file free."""
+        """PRAGMA optimize and the write-ahead log cut to nothing, then VACUUM when pruning left
+        a large share of the file free."""
         await self.db.optimize()
         vacuumed = await self.db.vacuum_if_worth()
         return None if vacuumed is None else Compaction(*vacuumed)
