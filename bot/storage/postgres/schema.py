@@ -318,6 +318,10 @@ UPGRADES: tuple[tuple[int, str], ...] = (
     );
     CREATE INDEX card_messages_sent ON card_messages(sent_at);
     """),
+    (22, """
+    -- The chats that blocked the bot, read by each transaction of a poll's store.
+    CREATE INDEX chats_inactive ON chats(id) WHERE inactive_since IS NOT NULL;
+    """),
 )
 LATEST_VERSION = UPGRADES[-1][0] if UPGRADES else BASE_VERSION
 assert LATEST_VERSION == SQLITE_VERSION, "a SQLite migration needs its PostgreSQL statement here"
