@@ -34,6 +34,7 @@ from bot.ranking.model import (
 from bot.ranking.service import CORPUS_RELOAD, Ranker
 from bot.storage import Storage, open_storage
 from bot.storage.interfaces import StoredVocabulary
+from tests.conftest import make_paper
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CHAT = 42
@@ -378,3 +379,52 @@ async def test_chats_are_scored_a_batch_at_a_time_with_the_same_scores(
     # The rows of papers seen before come from the cache, in the order asked.
     again = await ranker.chat_scores(CHAT, papers[29::-1])
     assert np.allclose(again, alone[CHAT][::-1], atol=1e-5)
+
+
+async def test_a_for_you_round_keeps_each_chats_candidates_as_columns_not_id_strings(
+        papers: list[Paper], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chat's candidates are the day's papers its subscriptions missed, nearly all of them:
+    kept as lists of id strings, 2,014 chats' candidates of a 2,000-paper day were 3.9 million
+    strings held through the whole round (bench/rounds.py). As columns of the day's papers
+    they cost 4 bytes each, and each chat's picks are as before. (Small batches of models here,
+    so that what grows with the chats is what the round keeps for every chat, not a batch.)"""
+    from bot.ranking import service as ranking_service
+
+    monkeypatch.setattr(ranking_service, "SCORE_BATCH_CHATS", 10)
+    day = [make_paper(1_000 + n, title=f"{papers[n % len(papers)].title} {n}")
+           for n in range(1_000)]
+    store = await open_storage(tmp_path / "bot.sqlite3")
+    try:
+        await store.papers.upsert_many(papers, START - 2 * 86_400)
+        await store.papers.upsert_many(day, START)
+        chats = list(range(1, 121))
+        for chat in chats:
+            await store.chats.record(chat, "private", "Ada", "en", START)
+            first = chat % (len(papers) - MIN_POSITIVES)
+            for paper in papers[first:first + MIN_POSITIVES]:
+                await store.saved.save(chat, paper.arxiv_id, paper.version, START)
+        ranker = Ranker(store, lambda: START + 60)
+        for chat in chats:
+            assert await ranker.model(chat) is not None  # trained before the round
+
+        async def peak_of(work) -> tuple[int, dict]:
+            tracemalloc.start()
+            try:
+                base = tracemalloc.get_traced_memory()[0]
+                result = await work
+                return tracemalloc.get_traced_memory()[1] - base, result
+            finally:
+                tracemalloc.stop()
+
+        few, picked = await peak_of(ranker.suggestions([(c, 5) for c in chats[:20]], START + 60))
+        many, picked_many = await peak_of(ranker.suggestions([(c, 5) for c in chats],
+                                                             START + 60))
+        assert {c: [(s.paper.arxiv_id, s.score) for s in picks]
+                for c, picks in picked.items()} == {
+            c: [(s.paper.arxiv_id, s.score) for s in picks]
+            for c, picks in picked_many.items() if c in picked}, "the same picks per chat"
+        per_chat = (many - few) / (len(chats) - 20)
+        # 1,000 candidate ids a chat were some 70 KB of strings and list; as columns 4 KB.
+        assert per_chat < 30_000, f"{per_chat:,.0f} bytes more per chat at the round's peak"
+    finally:
+        await store.close()

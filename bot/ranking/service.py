@@ -254,17 +254,33 @@ class Ranker:
         time; only each chat's picks are kept. Each chat's candidates are ids, and each
         paper is read once for all chats: a day's 2,000 papers read for each of a thousand
         chats held two million papers in memory at once (a gigabyte in bench/evening.py)."""
-        candidates: dict[int, list[str]] = {}
+        # Each chat's candidates as columns of the day's papers (4 bytes each), not as id
+        # strings: 2,014 chats' lists of about 1,950 ids held 3.9 million strings at once
+        # (some 300 MB in bench/rounds.py at 10,000 chats).
+        column_of: dict[str, int] = {}  # arXiv id → its place among every chat's candidates
+        candidates: dict[int, np.ndarray] = {}
         for chat_id, _ in chats:
-            candidates[chat_id] = await self._store.rankings.unmatched_ids_since(
+            ids = await self._store.rankings.unmatched_ids_since(
                 chat_id, now - FOR_YOU_WINDOW, FOR_YOU_CANDIDATES)
-        wanted_ids = list(dict.fromkeys(i for ids in candidates.values() for i in ids))
+            candidates[chat_id] = np.fromiter(
+                (column_of.setdefault(i, len(column_of)) for i in ids), np.int32, len(ids))
+            del ids
+        wanted_ids = list(column_of)
+        del column_of
         read = await self._store.papers.get_many(wanted_ids)
         ordered = [read[i] for i in wanted_ids if i in read]
+        # A candidate's column among `ordered`, or -1 when its paper is no longer stored.
+        columns = np.full(len(wanted_ids), -1, dtype=np.int32)
+        columns[np.array([n for n, i in enumerate(wanted_ids) if i in read],
+                         dtype=np.intp)] = np.arange(
+            len(ordered), dtype=np.int32)
+        del read, wanted_ids
         wanted = dict(chats)
         picks: dict[int, list[tuple[Paper, float]]] = {}
         async for table in self._scored([chat_id for chat_id, _ in chats], ordered):
-            picks.update(await asyncio.to_thread(_picks, ordered, candidates, table, wanted))
+            picks.update(await asyncio.to_thread(_picks, ordered, candidates, columns, table,
+                                                 wanted))
+        del candidates
         vocabulary = self._vocabulary
         if not picks or vocabulary is None:
             return {}
@@ -381,20 +397,22 @@ def _rows_released(vocabulary: Vocabulary, papers: Sequence[Paper],
     return matrix
 
 
-def _picks(ordered: Sequence[Paper], candidates: dict[int, list[str]],
+def _picks(ordered: Sequence[Paper], candidates: dict[int, np.ndarray], columns: np.ndarray,
            table: dict[int, np.ndarray], wanted: dict[int, int]
            ) -> dict[int, list[tuple[Paper, float]]]:
-    """Each chat's best `wanted` candidates above FOR_YOU_THRESHOLD (a loop over every chat's
-    candidates: in the worker thread, not on the event loop)."""
-    column = {p.arxiv_id: i for i, p in enumerate(ordered)}
+    """Each chat's best `wanted` candidates above FOR_YOU_THRESHOLD, in the order of its
+    candidates among equal scores (a loop over every chat: in the worker thread, not on the
+    event loop)."""
     picks = {}
     for chat_id, scores in table.items():
-        scored = [(ordered[column[i]], float(scores[column[i]]))
-                  for i in candidates[chat_id] if i in column]
-        above = sorted((s for s in scored if s[1] > FOR_YOU_THRESHOLD),
-                       key=lambda s: -s[1])[:wanted[chat_id]]
-        if above:
-            picks[chat_id] = above
+        chosen = columns[candidates[chat_id]]
+        chosen = chosen[chosen >= 0]
+        values = scores[chosen]
+        above = chosen[values > FOR_YOU_THRESHOLD]
+        scored = [(ordered[c], float(scores[c])) for c in above.tolist()]
+        best = sorted(scored, key=lambda s: -s[1])[:wanted[chat_id]]
+        if best:
+            picks[chat_id] = best
     return picks
 
 
