@@ -1,9 +1,12 @@
 """Benchmark: the memory and CPU of the evening's digest round and For-you round, in-process.
 
 Run with `.venv/bin/python bench/rounds.py [--chats 10000] [--seed 1] [--window 15]
-[--no-tracemalloc] [--together] [--keep PATH]`. A few minutes at 10,000 chats on an idle core
-(the poll that queues the alerts is most of the set-up; `--keep PATH` keeps the database made
-before the rounds and a later run with the same `--keep PATH` starts from a copy of it).
+[--no-tracemalloc] [--together] [--only digest|for-you] [--keep PATH]`. The set-up (the
+database and the poll, in a child process) takes about a minute at 10,000 chats; `--keep PATH`
+keeps the database made for the rounds and a later run with the same `--keep PATH` starts from
+a copy of it. The rounds themselves are slow at 10,000 chats (on 3 December the digest round
+had used 8 minutes of CPU when stopped, For you several): `--chats 1000` takes about three
+minutes in all, `--only for-you` measures the For-you round alone.
 
 The set-up is bench/evening.py's (`build_database`: `--chats` chats with 10 subscriptions each,
 a quarter on a daily digest, a fifth with For you on and 10 liked papers each), then the real
@@ -168,7 +171,7 @@ async def prepare(database: Path, chats: int, seed: int) -> dict[str, float]:
 
 
 async def rounds(database: Path, facts: dict[str, float], window: int, trace: bool,
-                 together: bool) -> list[Figures]:
+                 together: bool, only: str | None = None) -> list[Figures]:
     clock = ManualClock(facts["digest_at"] + 1)
     telegram = InstantTelegram()
     unlimited = Pacer(rate=1e9, private_interval=0.0, group_interval=0.0, margin=0.0,
@@ -188,6 +191,11 @@ async def rounds(database: Path, facts: dict[str, float], window: int, trace: bo
             queued = await daily.queue_for_you(services.storage, services.ranker, clock.now())
             return f"{queued:,} For-you messages queued"
 
+        if only == "for-you":
+            await services.ranker.vocabulary()  # fitted before, as the digest round would
+            return [await measured("For-you round", for_you, trace)]
+        if only == "digest":
+            return [await measured("digest round", digests, trace)]
         if together:
             async def both() -> str:
                 return "; ".join(await asyncio.gather(digests(), for_you()))
@@ -208,6 +216,8 @@ def main() -> None:
                         help="the sender's free window (its workers are twice it, at least 40)")
     parser.add_argument("--no-tracemalloc", action="store_true")
     parser.add_argument("--together", action="store_true")
+    parser.add_argument("--only", choices=("digest", "for-you"),
+                        help="run one round alone (For you after the vocabulary's fit)")
     parser.add_argument("--keep", type=Path, help="keep (or reuse) the database made for the "
                         "rounds here, and its facts beside it")
     args = parser.parse_args()
@@ -237,7 +247,8 @@ def main() -> None:
               f"sender window {args.window}", flush=True)
         print(f"RSS before the rounds {_status('VmRSS:'):.0f} MB", flush=True)
         for figures in asyncio.run(rounds(database, facts, args.window,
-                                          not args.no_tracemalloc, args.together)):
+                                          not args.no_tracemalloc, args.together,
+                                          args.only)):
             print(figures.line(), flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
