@@ -110,8 +110,8 @@ class ChatModel:
 
 _RAW = b"chatmodel1\n"  # what a model in the raw format starts with (a zip archive: "PK")
 # Chats scored in one product: their weights as a dense terms × chats block (20,000 terms ×
-# 1,000 chats is 80 MB of float32) bound the memory whatever the number of chats.
-SCORE_BLOCK_CHATS = 1_000
+# 250 chats is 20 MB of float32) bound the memory whatever the number of chats.
+SCORE_BLOCK_CHATS = 250
 
 
 class Trained(Protocol):
@@ -177,7 +177,11 @@ def score(papers: sparse.csr_matrix, weights: sparse.csr_matrix,
     table = np.empty((papers.shape[0], weights.shape[0]), dtype=np.float32)
     for start in range(0, weights.shape[0], SCORE_BLOCK_CHATS):
         block = weights[start:start + SCORE_BLOCK_CHATS]
-        table[:, start:start + block.shape[0]] = papers @ block.T.toarray()
+        # In C order: scipy copies a Fortran-ordered dense operand (`block.T.toarray()`) once
+        # more before the product, a second block's worth of memory.
+        dense = block.T.tocsr().toarray()
+        table[:, start:start + block.shape[0]] = papers @ dense
+        del dense
     return table + intercepts[np.newaxis, :]
 
 

@@ -48,7 +48,9 @@ CORPUS_PAPERS = 5_000  # the newest papers the vocabulary is fitted on (plus eve
 REFIT_AFTER = 7 * 86_400  # seconds: a week of new papers is worth new terms and weights
 REFIT_GROWTH = 2  # a store that doubled since the fit (below CORPUS_PAPERS) is fitted again
 CORPUS_RELOAD = 600  # seconds: how stale the in-memory corpus and the growth check may be
-SCORE_BATCH_CHATS = 1_000  # chats whose models are loaded at once while scoring
+# Chats whose models are loaded at once while scoring: with 1,000 the batch's weights, their
+# stack and dense block made some 200 MB of a For-you round's peak (bench/rounds.py).
+SCORE_BATCH_CHATS = 250
 ROW_CACHE_PAPERS = 20_000  # recent papers whose tf-idf rows are kept (about 20 MB)
 FIT_APART_PAPERS = 1_000  # from this many papers the vocabulary is fitted in a child process
 
