@@ -6,6 +6,7 @@ The corpus is the 100-record arXiv API sample in tests/fixtures (see its README)
 from __future__ import annotations
 
 import json
+import logging
 import tracemalloc
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -408,6 +409,9 @@ async def test_a_for_you_round_keeps_each_chats_candidates_as_columns_not_id_str
             assert await ranker.model(chat) is not None  # trained before the round
 
         async def peak_of(work) -> tuple[int, dict]:
+            # Log records kept by pytest's capture (aiosqlite's debug lines, when an earlier
+            # test left it at DEBUG) grow with the chats too; they are not the round's.
+            logging.disable(logging.DEBUG)
             tracemalloc.start()
             try:
                 base = tracemalloc.get_traced_memory()[0]
@@ -415,6 +419,7 @@ async def test_a_for_you_round_keeps_each_chats_candidates_as_columns_not_id_str
                 return tracemalloc.get_traced_memory()[1] - base, result
             finally:
                 tracemalloc.stop()
+                logging.disable(logging.NOTSET)
 
         few, picked = await peak_of(ranker.suggestions([(c, 5) for c in chats[:20]], START + 60))
         many, picked_many = await peak_of(ranker.suggestions([(c, 5) for c in chats],
