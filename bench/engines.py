@@ -1,8 +1,9 @@
 """Benchmark: a big poll and the storage of a drain, on SQLite and on PostgreSQL, in one run.
 
 Run with `.venv/bin/python bench/engines.py [--seed 1] [--drain 3000] [--rtt 0.1]
-[--engines sqlite,postgresql]`. For each engine, a fresh database through the bot's own
-construction (`open_services`): bench/match.py's 10,000 chats and 100,000 subscriptions
+[--engines sqlite,postgresql] [--chats 10000]`. For each engine, a fresh database through the
+bot's own construction (`open_services`): bench/match.py's 10,000 chats and 100,000
+subscriptions (`--chats 100000`: 1,000,000 subscriptions, the public bot's large case)
 (`Corpus.query`, stored in bulk; the bot's own `follow` would take minutes for this many) and
 its 2,000-paper day served as an RSS feed by the fake arXiv on loopback; the ingest is the real
 `Pipeline.poll`: fetch and parse, match against the subscriptions' index, and store the papers
@@ -48,17 +49,17 @@ FIRST_CHAT = 1_000_000
 TOKEN = "123456:BENCH-engines"
 
 
-async def seed(url: str, corpus: Corpus) -> int:
+async def seed(url: str, corpus: Corpus, chats: int) -> int:
     """The chats and subscriptions, in one transaction of bulk inserts; how many stored."""
     now = time.time()
-    rows = subscription_rows(corpus, FIRST_CHAT, now)
+    rows = subscription_rows(corpus, FIRST_CHAT, now, chats)
     storage = await open_storage(url)
     try:
         async with storage.db.transaction() as conn:  # type: ignore[attr-defined]
             await conn.executemany(
                 "INSERT INTO chats (id, type, language, created_at, last_seen_at) "
                 "VALUES (?, 'private', 'en', ?, ?)",
-                [(FIRST_CHAT + n, now, now) for n in range(CHATS)])
+                [(FIRST_CHAT + n, now, now) for n in range(chats)])
             await conn.executemany(
                 "INSERT INTO subscriptions (chat_id, query, raw_query, created_at) "
                 "VALUES (?, ?, ?, ?)", rows)
@@ -87,10 +88,11 @@ class _PeakRss(threading.Thread):
             self.peak = max(self.peak, rss_mb())
 
 
-async def measure(url: str, seed_value: int, drain: int) -> dict[str, float | str]:
+async def measure(url: str, seed_value: int, drain: int, chats: int = CHATS
+                  ) -> dict[str, float | str]:
     corpus = Corpus(seed_value)
     papers = [corpus.paper(number) for number in range(PAPERS)]
-    stored = await seed(url, corpus)
+    stored = await seed(url, corpus, chats)
     feed = rss_feed(papers, names=("cs",), announce_date=datetime.now(UTC))
     with FakeArxivServer() as server:
         server.set_feed(None, feed)
@@ -140,6 +142,8 @@ def main() -> None:
     parser.add_argument("--rtt", type=float, default=0.1,
                         help="the simulated round trip of the real drain, in seconds")
     parser.add_argument("--engines", default="sqlite,postgresql")
+    parser.add_argument("--chats", type=int, default=CHATS,
+                        help="chats, with 10 subscriptions each on average")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results = {}
@@ -150,7 +154,7 @@ def main() -> None:
                     url = f"sqlite:///{Path(folder) / 'bench.sqlite3'}"
                 else:
                     url = start_shared_server(durable=True).new_database()
-                results[engine] = asyncio.run(measure(url, args.seed, args.drain))
+                results[engine] = asyncio.run(measure(url, args.seed, args.drain, args.chats))
                 print(f"{engine}: the real drain of {args.drain} alerts at a "
                       f"{args.rtt * 1000:.0f} ms round trip")
                 drain_url = (None if engine == "sqlite"
@@ -162,7 +166,7 @@ def main() -> None:
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     any_result = next(iter(results.values()))
     print(f"{PAPERS} papers (bench/match.py, seed {args.seed}), "
-          f"{any_result['subscriptions']} subscriptions over {CHATS} chats; a drain of "
+          f"{any_result['subscriptions']} subscriptions over {args.chats} chats; a drain of "
           f"{args.drain} messages")
     print("engine     | ingest: Pipeline.poll (fetch, parse, match, store) | drain's storage "
           f"a message | real drain at {args.rtt * 1000:.0f} ms")

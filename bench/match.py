@@ -175,19 +175,20 @@ class Corpus:
         return f"{self._text_or_author()} -{self._text_or_author()}"
 
 
-def subscription_rows(corpus: Corpus, first_chat: int, now: float
+def subscription_rows(corpus: Corpus, first_chat: int, now: float, chats: int = CHATS
                       ) -> list[tuple[int, str, str, float]]:
-    """SUBSCRIPTIONS distinct (chat, canonical query, typed query, created) rows over CHATS
-    chats numbered from `first_chat`, for benches that write them to a database in bulk."""
+    """Distinct (chat, canonical query, typed query, created) rows, SUBSCRIPTIONS / CHATS a
+    chat on average, over `chats` chats numbered from `first_chat`, for benches that write
+    them to a database in bulk."""
     rows: list[tuple[int, str, str, float]] = []
     seen: set[tuple[int, str]] = set()
-    while len(rows) < SUBSCRIPTIONS:
+    while len(rows) < SUBSCRIPTIONS * chats // CHATS:
         raw = corpus.query()
         try:
             query = canonical(parse(raw))
         except QueryError:
             continue
-        chat_id = first_chat + corpus.random.randrange(CHATS)
+        chat_id = first_chat + corpus.random.randrange(chats)
         if (chat_id, query) not in seen:
             seen.add((chat_id, query))
             rows.append((chat_id, query, raw, now))
