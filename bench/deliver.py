@@ -1,15 +1,21 @@
 """Benchmark: 1,000 alerts to 1,000 chats, delivered against a fake Telegram that enforces limits.
 
 Run with `.venv/bin/python bench/deliver.py [--rtt 0,0.1,0.3] [--alerts N] [--groups N]
-[--window K] [--gc-freeze] [--engines sqlite,postgresql]`. For each engine and simulated round
-trip, chats and outbox rows are seeded into a fresh database through `bot.storage`; the bot
-is built exactly as production builds it (`bot.chat.application.build_application`: the
-`Pacer` as PTB's rate limiter, default connection pool) and the real `Sender` drains the
-outbox with its default window and `Pacer`. The fake Telegram runs in its own process (as
-Telegram runs on its own machine) on loopback, answers every sendMessage a round trip after it
-was sent (counted half-way), and answers 429 when more than 30 messages arrive in any rolling
-second, or a private chat exceeds a burst of 3 then 1 per second, or a
-group exceeds 20 per minute.
+[--per-chat K] [--paid-stars S] [--window K] [--gc-freeze] [--engines sqlite,postgresql]`. For
+each engine and simulated round trip, chats and outbox rows are seeded into a fresh database
+through `bot.storage`; the bot is built exactly as production builds it
+(`bot.chat.application.build_application`: the `Pacer` as PTB's rate limiter, default
+connection pool) and the real `Sender` drains the outbox with its default window and `Pacer`.
+The fake Telegram runs in its own process (as Telegram runs on its own machine) on loopback,
+answers every sendMessage a round trip after it was sent (counted half-way), and answers 429
+when more than 30 messages arrive in any rolling second, or a private chat exceeds a burst of 3
+then 1 per second, or a group exceeds 20 per minute.
+
+`--per-chat 45` gives each of the N chats 45 alerts drawn from a day of 2,000 papers: each chat
+gets a digest of several messages, as most of an evening's messages are. `--paid-stars S` turns
+paid broadcasts on (a budget and a balance of S Stars): the fake Telegram then takes up to 1,000
+messages a second, so the bot's own CPU, not Telegram's pace, is what limits the drain. Each run
+prints the CPU seconds of this process (the sender's) over the drain per message delivered.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import gc
 import logging
 import multiprocessing
 import os
+import random
 import sys
 import tempfile
 import time
@@ -39,29 +46,33 @@ from tests.fakes.telegram_server import DEFAULT_TOKEN, FakeTelegram
 from tests.postgres_server import start_shared_server, stop_shared_server
 
 FIRST_CHAT = 10_000_000
+DAY_PAPERS = 2000  # the day a chat's several alerts are drawn from (`--per-chat`)
 
 
-async def seed(storage: Storage, alerts: int, groups: int, now: float) -> None:
-    """`alerts` chats (the last `groups` of them groups), one alert each, all pending."""
-    papers = synth_papers(alerts, seed=7)
+async def seed(storage: Storage, alerts: int, groups: int, now: float, per_chat: int = 1) -> None:
+    """`alerts` chats (the last `groups` of them groups), `per_chat` alerts each, all pending:
+    with one, each chat its own paper; with more, papers of one day shared between chats."""
+    papers = synth_papers(alerts if per_chat == 1 else max(DAY_PAPERS, per_chat), seed=7)
     await storage.papers.upsert_many(papers, now)
+    rng = random.Random(7)
     queued = []
-    for index, paper in enumerate(papers):
+    for index in range(alerts):
         is_group = index >= alerts - groups
         chat_id = -(FIRST_CHAT + index) if is_group else FIRST_CHAT + index
         await storage.chats.record(chat_id, "group" if is_group else "private",
                                    f"bench chat {index}", "en", now)
-        queued.append(Alert(chat_id, paper.arxiv_id, paper.version,
-                            "new" if paper.version == 1 else "revision",
-                            (1,), ("cat:cs.LG",)))
+        chosen = [papers[index]] if per_chat == 1 else rng.sample(papers, per_chat)
+        queued += [Alert(chat_id, paper.arxiv_id, paper.version,
+                         "new" if paper.version == 1 else "revision", (1,), ("cat:cs.LG",))
+                   for paper in chosen]
     added = await storage.outbox.enqueue(queued, now)
-    if added != alerts:
-        raise SystemExit(f"seeding queued {added} alerts, expected {alerts}")
+    if added != alerts * per_chat:
+        raise SystemExit(f"seeding queued {added} alerts, expected {alerts * per_chat}")
 
 
-def serve_fake_telegram(conn: Connection, rtt: float) -> None:
+def serve_fake_telegram(conn: Connection, rtt: float, stars: int = 0) -> None:
     """The fake Telegram in its own process (as Telegram is on its own machine): no shared GIL."""
-    with FakeTelegram(DEFAULT_TOKEN, enforce_limits=True) as tg:
+    with FakeTelegram(DEFAULT_TOKEN, enforce_limits=True, stars_balance=stars) as tg:
         tg.set_round_trip("sendMessage", rtt)
         conn.send((tg.token, tg.api_url))
         conn.recv()  # the drain is over
@@ -70,7 +81,8 @@ def serve_fake_telegram(conn: Connection, rtt: float) -> None:
 
 
 async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
-              window: int | None, database_url: str | None = None) -> dict[str, float]:
+              window: int | None, database_url: str | None = None, per_chat: int = 1,
+              stars: int = 0) -> dict[str, float]:
     """One drain; on a fresh SQLite file, or on `database_url` (a fresh PostgreSQL one)."""
     token, api_url = conn.recv()
     clock = SystemClock()
@@ -82,6 +94,7 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
                {"DATABASE_PATH": str(Path(folder) / "bench.sqlite3")}),
             "HF_PAPERS_URL": "off",
             **({} if window is None else {"SEND_WINDOW": str(window)}),
+            **({"PAID_BROADCAST_STARS_PER_DAY": str(stars)} if stars else {}),
         }
         settings = load_settings(env, env_file=None)
         # The bot's own Telegram client (its request settings) and its own services.
@@ -89,16 +102,17 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
         await bot.initialize()
         try:
             async with open_services(settings, bot=bot, wiring=Wiring(clock=clock)) as services:
-                await seed(services.storage, alerts, groups, clock.now())
+                await seed(services.storage, alerts, groups, clock.now(), per_chat)
                 if freeze:
                     # What a start-up `gc.freeze()` would do: the objects alive after start-up
                     # leave the collector's view, so no full collection stalls the event loop.
                     gc.collect()
                     gc.freeze()
                 sender = services.sender
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 report = await sender.drain()
                 seconds = time.perf_counter() - started
+                cpu = time.process_time() - cpu
                 counts = await services.storage.outbox.counts()
         finally:
             await bot.shutdown()
@@ -106,27 +120,34 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
     rate_limited, arrivals = conn.recv()
     arrivals.sort()
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
-    print(f"  delivered: {report.sent} (outbox: {counts}), window {sender.window}")
-    print(f"  time to drain: {seconds:.2f} s; achieved {report.sent / seconds:.2f} messages/s "
+    messages = len(arrivals)
+    print(f"  delivered: {report.sent} alerts in {messages} messages ({report.digests} digests, "
+          f"{report.paid} paid; outbox: {counts}), window {sender.window}")
+    print(f"  CPU of this process over the drain: {cpu:.2f} s, "
+          f"{cpu / max(1, messages) * 1000:.2f} ms a message; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"  time to drain: {seconds:.2f} s; achieved {messages / seconds:.2f} messages/s "
           f"(first to last arrival: {(len(arrivals) - 1) / span if span else 0:.2f}/s)")
     busiest = max_in_window(arrivals, 1.0)
     print(f"  busiest rolling second at the server: {busiest} messages; "
           f"self-caused 429s: {rate_limited}")
     print(f"  sender retry_after waits: {report.retry_after_waits}, retried later: "
           f"{report.retried}, failed: {report.failed}")
-    return {"rate": report.sent / seconds, "busiest": busiest, "429s": rate_limited,
-            "sent": report.sent}
+    return {"rate": messages / seconds, "busiest": busiest, "429s": rate_limited,
+            "sent": report.sent, "cpu_ms": cpu / max(1, messages) * 1000}
 
 
 def drain(alerts: int, groups: int, rtt: float, freeze: bool = False,
-          window: int | None = None, database_url: str | None = None) -> dict[str, float]:
+          window: int | None = None, database_url: str | None = None, per_chat: int = 1,
+          stars: int = 0) -> dict[str, float]:
     """`run` against the fake Telegram, started in its own process for this drain."""
     ours, theirs = multiprocessing.Pipe()
     server = multiprocessing.get_context("spawn").Process(
-        target=serve_fake_telegram, args=(theirs, rtt), daemon=True)
+        target=serve_fake_telegram, args=(theirs, rtt, stars), daemon=True)
     server.start()
     try:
-        return asyncio.run(run(alerts, groups, ours, freeze, window, database_url))
+        return asyncio.run(run(alerts, groups, ours, freeze, window, database_url, per_chat,
+                               stars))
     finally:
         server.join(timeout=10)
         if server.is_alive():
@@ -150,6 +171,10 @@ def main() -> None:
     parser.add_argument("--alerts", type=int, default=1000)
     parser.add_argument("--groups", type=int, default=0,
                         help="how many of the chats are groups (default: all private)")
+    parser.add_argument("--per-chat", type=int, default=1,
+                        help="alerts per chat (over 10: a digest of several messages each)")
+    parser.add_argument("--paid-stars", type=int, default=0,
+                        help="paid broadcasts with this budget and balance in Stars (default off)")
     parser.add_argument("--window", type=int, default=None,
                         help="the send window (default: the bot's default, SEND_WINDOW unset)")
     parser.add_argument("--gc-freeze", action="store_true",
@@ -173,18 +198,20 @@ def bench(args: argparse.Namespace) -> None:
     for engine, rtt in runs:
         database_url = (start_shared_server(durable=True).new_database()
                         if engine == "postgresql" else None)
-        print(f"{engine}, round trip {rtt * 1000:.0f} ms: {args.alerts} alerts to {args.alerts} "
-              f"chats ({args.groups} groups)"
-              f"{', gc frozen after start-up' if args.gc_freeze else ''}")
+        print(f"{engine}, round trip {rtt * 1000:.0f} ms: {args.alerts * args.per_chat} alerts "
+              f"to {args.alerts} chats ({args.groups} groups)"
+              f"{', gc frozen after start-up' if args.gc_freeze else ''}"
+              f"{f', paid broadcasts ({args.paid_stars} Stars)' if args.paid_stars else ''}")
         results.append(drain(args.alerts, args.groups, rtt, args.gc_freeze, args.window,
-                             database_url))
+                             database_url, args.per_chat, args.paid_stars))
     base = results[0]["rate"]
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("engine     | round trip | messages/s | ratio to the first | busiest second | "
-          "self-caused 429s")
+          "self-caused 429s | CPU a message")
     for (engine, rtt), result in zip(runs, results, strict=True):
         print(f"{engine:<10} | {rtt * 1000:7.0f} ms | {result['rate']:10.2f} | "
-              f"{result['rate'] / base:18.2f} | {result['busiest']:14d} | {result['429s']:d}")
+              f"{result['rate'] / base:18.2f} | {result['busiest']:14d} | "
+              f"{result['429s']:16d} | {result['cpu_ms']:.2f} ms")
 
 
 if __name__ == "__main__":
