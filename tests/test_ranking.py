@@ -9,9 +9,10 @@ import json
 import logging
 import tracemalloc
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -40,6 +41,23 @@ from tests.conftest import make_paper
 FIXTURES = Path(__file__).parent / "fixtures"
 CHAT = 42
 START = 1_800_000_000.0
+
+T = TypeVar("T")
+
+
+async def peak_of(work: Awaitable[T]) -> tuple[int, T]:
+    """The traced memory's peak above its start while `work` runs, and its result."""
+    # Log records kept by pytest's capture (aiosqlite's debug lines, when an earlier test left
+    # it at DEBUG) grow with the work too; they are not the work's.
+    logging.disable(logging.DEBUG)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        result = await work
+        return tracemalloc.get_traced_memory()[1] - base, result
+    finally:
+        tracemalloc.stop()
+        logging.disable(logging.NOTSET)
 
 
 @pytest.fixture(scope="module")
@@ -249,15 +267,6 @@ async def test_a_for_you_round_reads_the_days_papers_once_not_once_per_chat(
         for chat in chats:
             assert await ranker.model(chat) is not None  # trained before the round
 
-        async def peak_of(work) -> tuple[int, object]:
-            tracemalloc.start()
-            try:
-                base = tracemalloc.get_traced_memory()[0]
-                result = await work
-                return tracemalloc.get_traced_memory()[1] - base, result
-            finally:
-                tracemalloc.stop()
-
         day, read = await peak_of(store.papers.get_many([p.arxiv_id for p in papers]))
         assert len(read) == len(papers)
         few, picked = await peak_of(ranker.suggestions([(c, 5) for c in chats[:4]], START + 60))
@@ -407,19 +416,6 @@ async def test_a_for_you_round_keeps_each_chats_candidates_as_columns_not_id_str
         ranker = Ranker(store, lambda: START + 60)
         for chat in chats:
             assert await ranker.model(chat) is not None  # trained before the round
-
-        async def peak_of(work) -> tuple[int, dict]:
-            # Log records kept by pytest's capture (aiosqlite's debug lines, when an earlier
-            # test left it at DEBUG) grow with the chats too; they are not the round's.
-            logging.disable(logging.DEBUG)
-            tracemalloc.start()
-            try:
-                base = tracemalloc.get_traced_memory()[0]
-                result = await work
-                return tracemalloc.get_traced_memory()[1] - base, result
-            finally:
-                tracemalloc.stop()
-                logging.disable(logging.NOTSET)
 
         few, picked = await peak_of(ranker.suggestions([(c, 5) for c in chats[:20]], START + 60))
         many, picked_many = await peak_of(ranker.suggestions([(c, 5) for c in chats],
