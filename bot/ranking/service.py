@@ -266,17 +266,15 @@ class Ranker:
                 chat_id, now - FOR_YOU_WINDOW, FOR_YOU_CANDIDATES)
             candidates[chat_id] = np.fromiter(
                 (column_of.setdefault(i, len(column_of)) for i in ids), np.int32, len(ids))
-            del ids
         wanted_ids = list(column_of)
         del column_of
         read = await self._store.papers.get_many(wanted_ids)
-        ordered = [read[i] for i in wanted_ids if i in read]
+        stored = [n for n, i in enumerate(wanted_ids) if i in read]
+        ordered = [read[wanted_ids[n]] for n in stored]
         # A candidate's column among `ordered`, or -1 when its paper is no longer stored.
         columns = np.full(len(wanted_ids), -1, dtype=np.int32)
-        columns[np.array([n for n, i in enumerate(wanted_ids) if i in read],
-                         dtype=np.intp)] = np.arange(
-            len(ordered), dtype=np.int32)
-        del read, wanted_ids
+        columns[np.array(stored, dtype=np.intp)] = np.arange(len(stored), dtype=np.int32)
+        del read, wanted_ids, stored
         wanted = dict(chats)
         picks: dict[int, list[tuple[Paper, float]]] = {}
         async for table in self._scored([chat_id for chat_id, _ in chats], ordered):
