@@ -34,6 +34,9 @@ class ConfigError(Exception):
 
 
 HEALTH_MIN_ARXIV_AGE = 3600  # health never calls arXiv polls stale sooner than this
+# A digest's first delivery shows at most 100 entries, at most 40 a message: more messages
+# than this could never be filled.
+MAX_DIGEST_MESSAGES = 10
 
 
 @dataclass(frozen=True, repr=False)
@@ -66,6 +69,9 @@ class Settings:
     health_max_telegram_age_seconds: int = 600
     send_window: int | None = None  # None: derived from the pace and a p99 round trip
     paid_broadcast_stars_per_day: int = 0  # 0: paid broadcasts off
+    # Messages a digest's first delivery may take: its most relevant entries that fit, the rest
+    # behind its "Show more" button. At 1 the evening's digests are one message a chat.
+    digest_messages: int = 1
     arxiv_listing_url: str = "https://arxiv.org/list"
     # Polling by arXiv's calendar (bot/arxiv/freshness.py); POLL_INTERVAL_SECONDS stays the ceiling.
     arxiv_tight_poll_seconds: int = 60
@@ -412,6 +418,7 @@ def load_settings(
         send_window=read.integer("send_window", 1, 1000),
         paid_broadcast_stars_per_day=read.integer("paid_broadcast_stars_per_day", 0,
                                                   100_000_000),
+        digest_messages=read.integer("digest_messages", 1, MAX_DIGEST_MESSAGES),
         llm_api_url=_url("LLM_API_URL", llm_api_url) if llm_api_url else "",
         llm_api_key=read.text("llm_api_key"),
         llm_model=llm_model,

@@ -402,6 +402,34 @@ async def harness(request: pytest.FixtureRequest, tmp_path: Path, fake_telegram:
         server.drop_database(overrides["DATABASE_URL"])
 
 
+@contextlib.asynccontextmanager
+async def harness_with(tmp_path: Path, tg: FakeTelegram, arxiv: FakeArxivServer,
+                       **overrides: str) -> AsyncIterator[Harness]:
+    """A harness whose bot runs with these settings (environment variables) changed."""
+    clock = ManualClock(time.time())
+    settings = make_settings(tmp_path, tg, arxiv, **overrides)
+    app = await start_bot(settings, clock)
+    try:
+        yield Harness(tg, arxiv, app, clock, settings)
+    finally:
+        await stop_bot(app)
+
+
+@pytest.fixture
+async def three_message_digests(tmp_path: Path, fake_telegram: FakeTelegram,
+                                fake_arxiv: FakeArxivServer) -> AsyncIterator[Harness]:
+    """The bot with DIGEST_MESSAGES=3: a digest's first delivery takes up to three messages,
+    as all did before one became the default."""
+    async with harness_with(tmp_path, fake_telegram, fake_arxiv, DIGEST_MESSAGES="3") as bot:
+        yield bot
+
+
+def digest_entry_ids(messages: Sequence[SentMessage]) -> list[str]:
+    """The versioned ids digest messages list, in order, from their save-by-number buttons."""
+    return [data.split(":")[2] for m in messages for data in m.callback_data
+            if data.startswith("v1:s:")]
+
+
 def make_paper(number: int, *, version: int = 1, title: str | None = None,
                authors: tuple[str, ...] = ("Eiko Yoneki", "Dirk Wübben"),
                categories: tuple[str, ...] = ("cs.LG",), abstract: str | None = None,

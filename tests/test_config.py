@@ -101,6 +101,8 @@ def test_unset_settings_take_the_defaults_written_on_settings(tmp_path: Path) ->
         ({"ADMIN_CHAT_IDS": "12,abc"}, "ADMIN_CHAT_IDS"),
         ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL"),
         ({"ARXIV_ARCHIVES": "cs,<b>"}, "ARXIV_ARCHIVES"),
+        ({"DIGEST_MESSAGES": "0"}, "DIGEST_MESSAGES must be between 1 and 10"),
+        ({"DIGEST_MESSAGES": "11"}, "DIGEST_MESSAGES must be between 1 and 10"),
     ],
 )
 def test_bad_values_name_the_variable(env: dict[str, str], names: str, tmp_path: Path) -> None:

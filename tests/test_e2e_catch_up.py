@@ -1,8 +1,9 @@
 """Coming back: a chat that blocked the bot, or paused for long, gets a bounded catch-up.
 
-A returning chat's digest shows at most DIGEST_MAX_ENTRIES entries and ends with "+N more";
-its "Show more" button brings the rest, so nothing is lost. Alerts held for a chat that blocked
-the bot expire after HELD_ALERT_DAYS at the daily upkeep, and are not sent when it returns.
+A returning chat's digest is one message, like any digest, ending with "+N more"; its "Show
+more" button brings the rest a page at a time, so nothing is lost. Alerts held for a chat that
+blocked the bot expire after HELD_ALERT_DAYS at the daily upkeep, and are not sent when it
+returns.
 """
 
 from __future__ import annotations
@@ -12,19 +13,13 @@ from datetime import UTC, datetime, timedelta
 from bot.delivery.compose import DIGEST_MAX_ENTRIES
 from bot.services.upkeep import prune
 from bot.storage.sqlite.outbox import HELD_ALERT_DAYS
-from tests.conftest import Harness, make_paper
+from tests.conftest import Harness, digest_entry_ids, make_paper
 
 LAB = 7001
 DAY1 = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
 
 
-def shown_ids(messages) -> list[str]:
-    """The versioned ids a digest's messages show, from their save-by-number buttons."""
-    return [data.split(":")[2] for m in messages for data in m.callback_data
-            if data.startswith("v1:s:")]
-
-
-async def test_a_long_pause_ends_in_a_capped_digest_whose_button_brings_the_rest(
+async def test_a_long_pause_ends_in_one_digest_message_whose_button_brings_the_rest(
     harness: Harness,
 ) -> None:
     total = DIGEST_MAX_ENTRIES + 30
@@ -37,22 +32,23 @@ async def test_a_long_pause_ends_in_a_capped_digest_whose_button_brings_the_rest
     await harness.ask(LAB, "/resume")
     await harness.drain()
 
-    digest = [m for m in harness.tg.messages(LAB)[before:] if m.text.startswith("📬")]
-    assert len(shown_ids(digest)) == DIGEST_MAX_ENTRIES
-    last = digest[-1]
-    assert last.text.rstrip().endswith("+30 more")
+    [digest] = [m for m in harness.tg.messages(LAB)[before:] if m.text.startswith("📬")]
+    shown = digest_entry_ids([digest])
+    assert digest.text.startswith(f"📬 {total} new matches")
+    assert digest.text.rstrip().endswith(f"+{total - len(shown)} more")
     counts = await harness.services.storage.outbox.counts()
     assert counts["sent"] == total and counts["pending"] == 0, "the rest are kept, not queued"
 
-    more = next(b for b in last.buttons if b["text"].startswith("Show more"))
-    before = len(harness.tg.messages(LAB))
-    await harness.press(LAB, last.message_id, more["callback_data"])
+    pages, last = [], digest
+    while more := next((b for b in last.buttons if b["text"].startswith("Show more")), None):
+        before = len(harness.tg.messages(LAB))
+        await harness.press(LAB, last.message_id, more["callback_data"])
+        [last] = harness.tg.messages(LAB)[before:]
+        pages.append(last)
 
-    follow_up = [m for m in harness.tg.messages(LAB)[before:] if m.text.startswith("📬")]
-    assert "30 new matches" in follow_up[0].text
-    every = shown_ids(digest) + shown_ids(follow_up)
-    assert sorted(every) == sorted(f"2611.{10000 + n}v1" for n in range(1, total + 1))
-    assert not any(b["text"].startswith("Show more") for m in follow_up for b in m.buttons)
+    every = shown + digest_entry_ids(pages)
+    assert every == [f"2611.{10000 + n}v1" for n in range(1, total + 1)], "each once, in order"
+    assert len(pages) > DIGEST_MAX_ENTRIES // len(shown), "a page at a time, one message each"
 
 
 async def test_alerts_held_for_a_chat_that_blocked_the_bot_expire_and_are_not_sent_later(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import logging
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import configure_logging
-from tests.conftest import Harness, make_paper, make_settings, start_bot, stop_bot
+from tests.conftest import Harness, harness_with, make_paper, make_settings
 from tests.fakes.arxiv_server import FakeArxivServer
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.telegram_server import FakeTelegram, SentMessage
@@ -31,18 +30,11 @@ def fake_llm() -> Iterator[FakeLLM]:
 @asynccontextmanager
 async def running(tmp_path: Path, tg: FakeTelegram, arxiv: FakeArxivServer,
                   llm: FakeLLM | None, **overrides: str) -> AsyncIterator[Harness]:
-    from bot.core.clock import ManualClock
-
     if llm is not None:
         overrides = {"LLM_API_URL": llm.api_url, "LLM_API_KEY": KEY,
                      "LLM_MODEL": "fake-model", **overrides}
-    settings = make_settings(tmp_path, tg, arxiv, **overrides)
-    clock = ManualClock(time.time())
-    app = await start_bot(settings, clock)
-    try:
-        yield Harness(tg, arxiv, app, clock, settings)
-    finally:
-        await stop_bot(app)
+    async with harness_with(tmp_path, tg, arxiv, **overrides) as harness:
+        yield harness
 
 
 @pytest.fixture

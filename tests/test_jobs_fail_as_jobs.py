@@ -66,7 +66,8 @@ def papers_in(messages: list[SentMessage]) -> list[int]:
 
 
 async def test_a_digest_cut_short_by_telegram_is_finished_at_the_next_check(
-        harness: Harness) -> None:
+        three_message_digests: Harness) -> None:
+    harness = three_message_digests  # a digest of several messages, that one can cut short
     harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=SHANGHAI).timestamp())
     await harness.ask(CHAT, "/follow cs.LG")
     await harness.ask(CHAT, "/tz Asia/Shanghai")
@@ -126,7 +127,8 @@ async def test_a_job_outlasting_its_interval_skips_its_turns_without_a_warning_e
 
 
 async def test_many_digests_cut_short_are_one_log_line(
-        harness: Harness, caplog: pytest.LogCaptureFixture) -> None:
+        three_message_digests: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    harness = three_message_digests  # digests of several messages, that one can cut short
     harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=SHANGHAI).timestamp())
     chats = [CHAT + n for n in range(1, 4)]
     for chat in chats:

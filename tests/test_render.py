@@ -14,7 +14,7 @@ from telegram import InlineKeyboardMarkup
 
 from bot.core.models import ArxivId, Feedback, Paper
 from bot.core.text import utf16_len
-from bot.delivery.callbacks import Rate, ToggleAbstract, ToggleSave, decode
+from bot.delivery.callbacks import DigestRest, Rate, ToggleAbstract, ToggleSave, decode
 from bot.delivery.diff import describe_changes
 from bot.delivery.latex import latex_to_unicode
 from bot.delivery.render import (
@@ -32,6 +32,7 @@ from bot.delivery.render import (
     shorten_authors,
     truncate_at_word,
     with_feedback_state,
+    with_more,
     with_saved_state,
 )
 
@@ -586,6 +587,29 @@ def test_any_digest_is_well_formed_numbered_and_fits(entries: list[DigestEntry],
         numbers += [a.number for a in callback_actions(message.reply_markup)]  # type: ignore
     assert numbers == list(range(1, len(entries) + 1))
     assert sum(m.entry_count for m in messages) == len(entries)
+
+
+@settings(max_examples=40, deadline=None)
+@given(digest_entries, st.integers(1, 3), st.integers(0, 800))
+def test_a_capped_digest_is_the_first_messages_of_the_whole_numbered_on_and_fits_its_button(
+        entries: list[DigestEntry], max_messages: int, numbered: int) -> None:
+    whole = render_digest(entries, first_number=numbered + 1)
+    capped = render_digest(entries, max_messages=max_messages, first_number=numbered + 1,
+                           counted=["new"] * 1000)
+    assert [m.entry_count for m in capped] == [m.entry_count for m in whole[:max_messages]]
+    assert all(visible_text(m.text).startswith("📬 1000 new matches") for m in capped)
+    shown = sum(m.entry_count for m in capped)
+    numbers = [a.number for m in capped for a in callback_actions(m.reply_markup)]  # type: ignore
+    assert numbers == list(range(numbered + 1, numbered + shown + 1))
+    assert_fits(with_more(capped[-1], 1000 - shown, DigestRest(numbered + shown, 0, 2**62)))
+
+
+def test_a_digest_of_fifty_in_one_message_shows_what_fits_and_counts_them_all() -> None:
+    entries = realistic_entries(50)
+    [first] = render_digest(entries, max_messages=1)
+    assert 10 < first.entry_count < 50
+    assert visible_text(first.text).startswith("📬 50 new matches (8 revised)\n")
+    assert f"{first.entry_count + 1}. " not in visible_text(first.text)
 
 
 @pytest.mark.parametrize("count", [11, 25, 100, 400])

@@ -13,6 +13,7 @@ Wire format: `v1:<kind>:<fields…>`, fields separated by `:`.
 | `i` | `v1:i:2611.11450` | list the stored papers nearest to a paper (🔎 in /saved) |
 | `n` | `v1:n` | a label-only button (e.g. the page counter); does nothing |
 | `m` | `v1:m:30`, `v1:m:30:512`| a capped digest's rest after 30 entries of this message (or 512) |
+| `d` | `v1:d:25:0`, `v1:d:42:17:512`| behind More: rows from 0 (17 of 512's), numbered 26 on |
 | `g` | `v1:g:2611.11450v2` | write (or show the cached) AI reading guide of that version |
 | `x` | `v1:x:1`, `v1:x:0` | `/forget`: erase the chat's data (`1`), or keep it (`0`) |
 
@@ -119,12 +120,32 @@ class RemoveSaved:
 @dataclass(frozen=True, slots=True)
 class DigestMore:
     """Show the entries of a capped digest after the first `offset` of those a message holds:
-    the message with the button, or `message_id` when the button sits on a follow-up."""
+    the message with the button, or `message_id` when the button sits on a follow-up. The
+    button of digests sent before `DigestRest`, kept so that theirs still work."""
 
     offset: int
     message_id: int | None = None
 
     def __post_init__(self) -> None:
+        _check_number("offset", self.offset, 0, MAX_ROW_ID)
+        if self.message_id is not None:
+            _check_number("message_id", self.message_id, 1, MAX_ROW_ID)
+
+
+@dataclass(frozen=True, slots=True)
+class DigestRest:
+    """The next page of the rows a digest keeps behind its More button: those after the first
+    `offset` of them, numbered on from `numbered` (the digest's entries shown before), behind
+    the message with the button, or behind `message_id` when the button sits on a page.
+
+    (`DigestMore` is the older button, on digests sent before their rest was kept apart.)"""
+
+    numbered: int
+    offset: int
+    message_id: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_number("numbered", self.numbered, 0, MAX_ROW_ID)
         _check_number("offset", self.offset, 0, MAX_ROW_ID)
         if self.message_id is not None:
             _check_number("message_id", self.message_id, 1, MAX_ROW_ID)
@@ -197,7 +218,7 @@ class Noop:
 
 
 Action = (ToggleSave | ToggleAbstract | Unfollow | SavedPage | RemoveSaved | DigestMore
-          | ShowGuide | Rate | ShowSimilar | Forget | Noop)
+          | DigestRest | ShowGuide | Rate | ShowSimilar | Forget | Noop)
 
 
 def encode(action: Action) -> str:
@@ -219,6 +240,10 @@ def encode(action: Action) -> str:
             fields = ["m", str(offset)]
         case DigestMore(offset=offset, message_id=message_id):
             fields = ["m", str(offset), str(message_id)]
+        case DigestRest(numbered=numbered, offset=offset, message_id=None):
+            fields = ["d", str(numbered), str(offset)]
+        case DigestRest(numbered=numbered, offset=offset, message_id=message_id):
+            fields = ["d", str(numbered), str(offset), str(message_id)]
         case ShowGuide(paper=paper):
             fields = ["g", str(paper)]
         case Rate(paper=paper, label=label, give=give):
@@ -275,6 +300,9 @@ def _decode_fields(kind: str, fields: list[str]) -> Action | None:
         case "m", [offset, message_id]:
             n, m = _int(offset), _int(message_id)
             return None if n is None or m is None else DigestMore(n, m)
+        case "d", [numbered, offset, *message_id] if len(message_id) <= 1:
+            numbers = [_int(field) for field in (numbered, offset, *message_id)]
+            return None if None in numbers else DigestRest(*numbers)
         case "g", [paper]:
             return _with_id(paper, lambda p: ShowGuide(p))
         case "f", [paper, ("m" | "l") as code, ("0" | "1") as flag]:

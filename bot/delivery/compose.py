@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
+from bot.config import Settings
 from bot.core.models import GENERAL, AlertKind, Chat, ForYouRow, OutboxRow, Paper
-from bot.delivery.callbacks import DigestMore
+from bot.delivery.callbacks import DigestMore, DigestRest
 from bot.delivery.diff import describe_changes
 from bot.delivery.render import (
     DigestEntry,
@@ -28,9 +29,12 @@ DIGEST_THRESHOLD = 10  # more pending alerts than this for one chat arrive as a 
 # A chat's relevance score for each paper, or None when it has no ranking model (the ranker
 # implements it; delivery only orders by it and never imports the ranker).
 Relevance = Callable[[int, Sequence[Paper]], Awaitable[Sequence[float] | None]]
-# A digest shows at most this many entries (three messages); it ends with "+N more" and a
-# button that shows the rest, so a chat back from a long pause is not flooded, nor loses any.
+# A digest's first delivery shows at most this many entries, in at most DIGEST_MESSAGES
+# messages (`Settings.digest_messages`): they end with "+N more" and a button that shows the
+# rest a page at a time, so a chat is not flooded (nor a chat back from a long pause), nor
+# loses any.
 DIGEST_MAX_ENTRIES = 100
+DIGEST_MESSAGES = Settings.digest_messages  # the operator's default (DIGEST_MESSAGES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,25 @@ class Outgoing:
     alone: bool = False
     reply_to: int | None = None
     for_you: bool = False  # its row is For you's (`foryou_outbox`), not an alert's
+    # A digest's rows behind its More button: the last `hidden` of `rows`, sent with it but
+    # not shown in it (recorded under `behind_more` of its message id).
+    hidden: int = 0
+
+    @property
+    def shown_rows(self) -> tuple[OutboxRow, ...] | tuple[ForYouRow, ...]:
+        return self.rows[:len(self.rows) - self.hidden]
+
+    @property
+    def hidden_rows(self) -> tuple[OutboxRow, ...] | tuple[ForYouRow, ...]:
+        return self.rows[len(self.rows) - self.hidden:]
+
+
+def behind_more(message_id: int) -> int:
+    """The message id under which the rows behind message `message_id`'s More button are
+    recorded as sent: apart from the rows the message shows, so that More lists exactly the
+    ones it did not, whatever order the digest put them in (the outbox finds a message's rows
+    by id order, not the digest's). Telegram's message ids are positive: this never is."""
+    return -message_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,18 +119,20 @@ async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
 
 async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow], *,
                            digest_run: bool = False, guide: bool = False,
-                           relevance: Relevance | None = None) -> Composition:
+                           relevance: Relevance | None = None,
+                           digest_messages: int = DIGEST_MESSAGES) -> Composition:
     """The messages for a chat's pending rows, topic by topic (a forum's topics each get their
     own): one alert each, or a digest when a topic has more than DIGEST_THRESHOLD of them or
     the chat's daily digest is due (`digest_run`). A digest lists the most relevant first when
-    `relevance` scores them for the chat."""
+    `relevance` scores them for the chat, in at most `digest_messages` messages; the rest is
+    behind its More button."""
     by_topic: dict[int, list[OutboxRow]] = {}
     for row in rows:
         by_topic.setdefault(row.alert.topic_id, []).append(row)
     messages, missing, digest = [], [], False
     for topic_id, topic_rows in by_topic.items():
         if digest_run or len(topic_rows) > DIGEST_THRESHOLD:
-            part = await _digest(store, chat, topic_rows, relevance)
+            part = await _digest(store, chat, topic_rows, relevance, digest_messages)
         else:
             part = await _alerts(store, chat, topic_rows, guide)
         messages += [replace(m, topic_id=topic_id) for m in part.messages]
@@ -158,7 +183,7 @@ async def _alerts(store: Storage, chat: Chat, rows: Sequence[OutboxRow],
 
 
 async def _digest(store: Storage, chat: Chat, rows: Sequence[OutboxRow],
-                  relevance: Relevance | None = None) -> Composition:
+                  relevance: Relevance | None, digest_messages: int) -> Composition:
     # Each entry shows its own row's version: a chat can have two versions of one paper
     # waiting (a revision during a pause), and each must be shown once, as itself.
     entries, kept, missing = await _entries(store, rows)
@@ -169,26 +194,51 @@ async def _digest(store: Storage, chat: Chat, rows: Sequence[OutboxRow],
         # Most relevant first; equal scores keep the order they arrived in.
         order = sorted(range(len(entries)), key=lambda i: -scores[i])
         entries, kept = [entries[i] for i in order], [kept[i] for i in order]
-    shown, overflow = kept[:DIGEST_MAX_ENTRIES], kept[DIGEST_MAX_ENTRIES:]
-    rendered = render_digest(entries[:DIGEST_MAX_ENTRIES], lang=chat.language)
+    rendered = render_digest(entries[:DIGEST_MAX_ENTRIES], lang=chat.language,
+                             max_messages=digest_messages, counted=[e.kind for e in entries])
     # Each message of a digest carries some entries; rows are marked sent per message.
     messages, start = [], 0
-    for index, message in enumerate(rendered):
-        count = message.entry_count if index < len(rendered) - 1 else len(shown) - start
-        messages.append(Outgoing(tuple(shown[start:start + count]), message))
-        start += count
-    if overflow:
-        # The rows not shown go with the last message (sent with it, found by its id).
+    for message in rendered:
+        messages.append(Outgoing(tuple(kept[start:start + message.entry_count]), message))
+        start += message.entry_count
+    hidden = kept[start:]
+    if hidden:
+        # The rows not shown go with the last message (sent with it, kept behind its button).
         last = messages[-1]
-        more = with_more(last.message, len(overflow), DigestMore(len(last.rows)), chat.language)
-        messages[-1] = Outgoing(last.rows + tuple(overflow), more)
+        more = with_more(last.message, len(hidden), DigestRest(start, 0), chat.language)
+        messages[-1] = Outgoing(last.rows + tuple(hidden), more, hidden=len(hidden))
     return Composition(messages, missing, digest=True)
+
+
+async def digest_rest(store: Storage, chat_id: int, lang: str, message_id: int,
+                      action: DigestRest, *, digest_messages: int = DIGEST_MESSAGES
+                      ) -> list[RenderedMessage]:
+    """The next page of the rows behind digest message `message_id`'s More button (in the
+    order they were stored): at most `digest_messages` messages, numbered on, the last with
+    its own button while any are left."""
+    rows = await store.outbox.rows_of_message(chat_id, behind_more(message_id))
+    page = rows[action.offset:action.offset + DIGEST_MAX_ENTRIES]
+    entries, kept, _ = await _entries(store, page)
+    messages = render_digest(entries, lang=lang, max_messages=digest_messages,
+                             first_number=action.numbered + 1,
+                             counted=[row.alert.kind for row in rows])
+    if not messages:
+        return []
+    listed = sum(message.entry_count for message in messages)
+    # Rows whose paper is no longer stored are passed over with the entries around them.
+    listed_rows = len(page) if listed == len(kept) else page.index(kept[listed])
+    remaining = len(rows) - action.offset - listed_rows
+    if remaining > 0:
+        next_page = DigestRest(action.numbered + listed, action.offset + listed_rows, message_id)
+        messages[-1] = with_more(messages[-1], remaining, next_page, lang)
+    return messages
 
 
 async def digest_continued(store: Storage, chat_id: int, lang: str, message_id: int,
                            offset: int) -> list[RenderedMessage]:
-    """The next entries of a capped digest: those sent with message `message_id` of this chat
-    after the first `offset`, at most DIGEST_MAX_ENTRIES, with a button for any beyond."""
+    """The next entries of a digest capped by the older button (`DigestMore`): those sent
+    with message `message_id` of this chat after the first `offset`, at most
+    DIGEST_MAX_ENTRIES, with a button for any beyond."""
     rows = await store.outbox.rows_of_message(chat_id, message_id)
     page = rows[offset:offset + DIGEST_MAX_ENTRIES]
     entries, _, _ = await _entries(store, page)

@@ -22,6 +22,7 @@ from bot.core.text import escape, escape_attribute, utf16_len
 from bot.delivery.callbacks import (
     Action,
     DigestMore,
+    DigestRest,
     Rate,
     ShowGuide,
     ToggleAbstract,
@@ -582,43 +583,55 @@ def with_saved_state(
 
 
 def render_digest(
-    entries: Sequence[DigestEntry], *, lang: str = "en", title: str | None = None
+    entries: Sequence[DigestEntry], *, lang: str = "en", title: str | None = None,
+    max_messages: int | None = None, first_number: int = 1,
+    counted: Sequence[AlertKind] | None = None,
 ) -> list[RenderedMessage]:
     """Numbered entries split into as few messages as fit, each with Save-by-number buttons.
 
-    The header counts the matches once, revisions among them in brackets; a `title` goes
-    before the count.
+    With `max_messages`, at most that many messages: the entries that fit in them, in order
+    (each message's `entry_count` says how many it took; the rest are the caller's). Numbers
+    start at `first_number` (a later page of a digest continues its numbering). The header
+    counts the matches once, revisions among them in brackets: `counted`, the kinds of every
+    entry of the digest these belong to, or else these entries; a `title` goes before it.
     """
     if not entries:
         return []
     heading = truncate_at_word(clean_text(title or ""), 100)
-    counts = digest_counts(entries, lang)
-    blocks = [_digest_entry(number, entry, lang) for number, entry in enumerate(entries, 1)]
+    counts = digest_counts([e.kind for e in entries] if counted is None else counted, lang)
     # Reserve room for the longest header this digest could get ("… 99/99 …").
     reserve = utf16_len(_digest_header(heading, counts, 99, 99)) + 2
-    pages: list[list[int]] = [[]]
+    # Entries are rendered only as far as the messages take them: a capped digest of a
+    # catch-up renders its first page, not every entry behind its More button.
+    pages: list[list[str]] = [[]]
     used = reserve
-    for index, block in enumerate(blocks):
+    for index, entry in enumerate(entries):
+        block = _digest_entry(first_number + index, entry, lang)
         size = utf16_len(block) + 2
         page = pages[-1]
         if page and (used + size > MAX_MESSAGE_UNITS
                      or len(page) >= DIGEST_MAX_ENTRIES_PER_MESSAGE):
+            if len(pages) == max_messages:
+                break
             pages.append([])
             used = reserve
-        pages[-1].append(index)
+        pages[-1].append(block)
         used += size
-    messages = []
-    for page_number, page in enumerate(pages, 1):
+    messages, start = [], 0
+    for page_number, blocks in enumerate(pages, 1):
         header = _digest_header(heading, counts, page_number, len(pages))
-        text = "\n\n".join([header, *(blocks[i] for i in page)])
-        buttons = [_digest_button(i + 1, entries[i], lang) for i in page]
+        text = "\n\n".join([header, *blocks])
+        buttons = [_digest_button(first_number + i, entries[i], lang)
+                   for i in range(start, start + len(blocks))]
         rows = [buttons[k : k + DIGEST_BUTTONS_PER_ROW]
                 for k in range(0, len(buttons), DIGEST_BUTTONS_PER_ROW)]
-        messages.append(RenderedMessage(text, InlineKeyboardMarkup(rows), entry_count=len(page)))
+        messages.append(RenderedMessage(text, InlineKeyboardMarkup(rows),
+                                        entry_count=len(blocks)))
+        start += len(blocks)
     return messages
 
 
-def with_more(message: RenderedMessage, count: int, action: DigestMore,
+def with_more(message: RenderedMessage, count: int, action: DigestMore | DigestRest,
               lang: str = "en") -> RenderedMessage:
     """A capped digest's last message, ending with "+N more" and a button that shows them.
 
@@ -631,13 +644,14 @@ def with_more(message: RenderedMessage, count: int, action: DigestMore,
     return RenderedMessage(text, InlineKeyboardMarkup(rows), message.entry_count)
 
 
-def digest_counts(entries: Sequence[DigestEntry], lang: str) -> str:
-    """"12 new matches (6 revised)": every entry once, the revisions among them in brackets."""
-    revised = sum(entry.kind == AlertKind.REVISION for entry in entries)
+def digest_counts(kinds: Sequence[AlertKind], lang: str) -> str:
+    """"12 new matches (6 revised)": every entry once (by its kind), the revisions among them
+    in brackets."""
+    revised = sum(kind == AlertKind.REVISION for kind in kinds)
     if revised:
         return tn(lang, "{count} new match ({revised} revised)",
-                  "{count} new matches ({revised} revised)", len(entries), revised=revised)
-    return tn(lang, "{count} new match", "{count} new matches", len(entries))
+                  "{count} new matches ({revised} revised)", len(kinds), revised=revised)
+    return tn(lang, "{count} new match", "{count} new matches", len(kinds))
 
 
 def _digest_header(heading: str, counts: str, page: int, pages: int) -> str:

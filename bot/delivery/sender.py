@@ -28,9 +28,11 @@ from telegram.ext import ExtBot
 from bot.core.clock import Clock
 from bot.core.models import Chat, DeliveryMode
 from bot.delivery.compose import (
+    DIGEST_MESSAGES,
     Composition,
     Outgoing,
     Relevance,
+    behind_more,
     compose_for_chat,
     compose_for_you,
 )
@@ -175,7 +177,8 @@ class Sender:
                  guides: bool = False,
                  relevance: Relevance | None = None,
                  held_since: Callable[[], float | None] | None = None,
-                 paid: PaidBroadcasts | None = None) -> None:
+                 paid: PaidBroadcasts | None = None,
+                 digest_messages: int = DIGEST_MESSAGES) -> None:
         """`on_migrated(old_id, new_id)` runs after a group moved to a supergroup id, and
         `on_topic_gone(chat_id, topic_id)` after a forum topic's subscriptions were bound to
         General, for whatever keeps them in memory (the subscription matcher). `window` None
@@ -184,7 +187,8 @@ class Sender:
         then wait, so that a chat gets a poll's alerts together (a digest when they are many),
         not the first batches one by one. With `paid`, alerts, digests and For-you messages go
         as paid broadcasts while its budget lasts, up to PAID_SEND_WINDOW of them unconfirmed
-        beside the free window."""
+        beside the free window. A digest's first delivery takes at most `digest_messages`
+        messages; the rest waits behind its More button."""
         window = DEFAULT_SEND_WINDOW if window is None else window
         if window < 1:
             raise ValueError(f"the send window must be at least 1, got {window}")
@@ -196,6 +200,7 @@ class Sender:
         self._on_topic_gone = on_topic_gone
         self._guides = guides
         self._relevance = relevance  # orders a digest, most relevant first
+        self._digest_messages = digest_messages
         self._held_since = held_since or (lambda: None)
         self._lock = asyncio.Lock()
         self._window = asyncio.Semaphore(window)
@@ -367,7 +372,8 @@ class Sender:
             if rows:
                 parts.append((await compose_for_chat(
                     store, chat, rows, digest_run=digest_mode_run, guide=self._guides,
-                    relevance=self._relevance), store.outbox))
+                    relevance=self._relevance, digest_messages=self._digest_messages),
+                    store.outbox))
         waiting = await store.for_you_outbox.pending_for_chat(chat_id, self._clock.now())
         if waiting:
             parts.append((await compose_for_you(store, chat, waiting), store.for_you_outbox))
@@ -502,6 +508,12 @@ class Sender:
         outbox = self._queue(outgoing)
         now = self._clock.now()
         match outcome:
+            case Sent(message_id) if outgoing.hidden:
+                # The rows behind its More button last: should the bot die in between, they
+                # are sent again, and were never shown.
+                await outbox.mark_sent([r.id for r in outgoing.shown_rows], message_id, now)
+                await outbox.mark_sent([r.id for r in outgoing.hidden_rows],
+                                       behind_more(message_id), now)
             case Sent(message_id):
                 await outbox.mark_sent(row_ids, message_id, now, alone=outgoing.alone)
             case FloodWait(error=error) if waits >= MAX_RETRY_AFTER_WAITS:

@@ -166,10 +166,12 @@ async def open_services(settings: Settings, *, bot: Bot, wiring: Wiring | None =
                         on_migrated=subscriptions.chat_migrated,
                         on_topic_gone=subscriptions.topic_gone,
                         guides=features.guides, relevance=ranker.chat_scores,
-                        held_since=lambda: pipeline.storing_since, paid=paid)
+                        held_since=lambda: pipeline.storing_since, paid=paid,
+                        digest_messages=settings.digest_messages)
         run = run or RunState(started_at=clock.now())
         budget = CommandBudget(wiring.budget)
-        papers = Papers(storage, lookups, ranker, clock, guide=features.guides)
+        papers = Papers(storage, lookups, ranker, clock, guide=features.guides,
+                        digest_messages=settings.digest_messages)
         importer = LibraryImporter(storage, lookups)
         zotero = None
         if features.zotero:

@@ -8,7 +8,15 @@ import asyncio
 from bot.arxiv.lookups import LookupQueue
 from bot.core.clock import Clock
 from bot.core.models import AlertKind, ArxivId, Feedback, Paper
-from bot.delivery.compose import alert_message, digest_continued, load_paper, saved_state
+from bot.delivery.callbacks import DigestRest
+from bot.delivery.compose import (
+    DIGEST_MESSAGES,
+    alert_message,
+    digest_continued,
+    digest_rest,
+    load_paper,
+    saved_state,
+)
 from bot.delivery.diff import describe_changes
 from bot.delivery.render import RenderedMessage, render_alert
 from bot.ranking.reactions import rating_of
@@ -20,12 +28,13 @@ class Papers:
     """Finds, keeps and draws papers for the chats."""
 
     def __init__(self, storage: Storage, lookups: LookupQueue, ranker: Ranker, clock: Clock,
-                 *, guide: bool) -> None:
+                 *, guide: bool, digest_messages: int = DIGEST_MESSAGES) -> None:
         self._storage = storage
         self._lookups = lookups
         self._ranker = ranker
         self._clock = clock
         self._guide = guide  # the 🧠 Guide button goes under cards (guides are on)
+        self._digest_messages = digest_messages  # a More page takes as many as a digest
 
     async def stored(self, arxiv_id: str, version: int | None = None) -> Paper | None:
         """The stored paper (its latest version, or version `version`); no arXiv request."""
@@ -92,8 +101,15 @@ class Papers:
 
     async def digest_more(self, chat_id: int, lang: str, message_id: int,
                           offset: int) -> list[RenderedMessage]:
-        """The next entries of a capped digest (see `compose.digest_continued`)."""
+        """The next entries of a digest capped by the older button (see
+        `compose.digest_continued`)."""
         return await digest_continued(self._storage, chat_id, lang, message_id, offset)
+
+    async def digest_page(self, chat_id: int, lang: str, message_id: int,
+                          action: DigestRest) -> list[RenderedMessage]:
+        """The next page of the rows behind a digest's More button (`compose.digest_rest`)."""
+        return await digest_rest(self._storage, chat_id, lang, message_id, action,
+                                 digest_messages=self._digest_messages)
 
     async def rate(self, chat_id: int, arxiv_id: str, label: Feedback | None) -> bool:
         """Give the chat's 👍 / 👎 label (None clears it); False if the paper is not stored."""

@@ -37,7 +37,7 @@ async def on_button(update: Update, context: BotContext) -> None:
             await library.on_page_button(update, context, action)
         case callbacks.RemoveSaved():
             await library.on_remove_button(update, context, action)
-        case callbacks.DigestMore():
+        case callbacks.DigestMore() | callbacks.DigestRest():
             await on_more(update, context, action)
         case callbacks.ShowGuide():
             await guides.on_guide_button(update, context, action)
@@ -181,14 +181,20 @@ async def on_abstract(update: Update, context: BotContext,
     await _redraw(update, context, message, paper, expanded=action.expand)
 
 
-async def on_more(update: Update, context: BotContext, action: callbacks.DigestMore) -> None:
+async def on_more(update: Update, context: BotContext,
+                  action: callbacks.DigestMore | callbacks.DigestRest) -> None:
     """"Show more" under a capped digest: its next entries arrive as new messages."""
     query = update.callback_query
     message = query.message
     message_id = action.message_id or (message.message_id if isinstance(message, Message)
                                        else None)
-    pages = [] if message_id is None else await context.services.papers.digest_more(
-        update.effective_chat.id, context.lang, message_id, action.offset)
+    papers, chat_id = context.services.papers, update.effective_chat.id
+    if message_id is None:
+        pages = []
+    elif isinstance(action, callbacks.DigestRest):
+        pages = await papers.digest_page(chat_id, context.lang, message_id, action)
+    else:
+        pages = await papers.digest_more(chat_id, context.lang, message_id, action.offset)
     if not pages:
         await query.answer(t(context.lang, "This button has expired. Please send the command "
                                            "again."))
