@@ -1,7 +1,8 @@
 """Benchmark: 1,000 alerts to 1,000 chats, delivered against a fake Telegram that enforces limits.
 
 Run with `.venv/bin/python bench/deliver.py [--rtt 0,0.1,0.3] [--alerts N] [--groups N]
-[--per-chat K] [--paid-stars S] [--window K] [--gc-freeze] [--engines sqlite,postgresql]`. For
+[--per-chat K] [--digest-messages M] [--paid-stars S] [--window K] [--gc-freeze]
+[--engines sqlite,postgresql]`. For
 each engine and simulated round trip, chats and outbox rows are seeded into a fresh database
 through `bot.storage`; the bot is built exactly as production builds it
 (`bot.chat.application.build_application`: the `Pacer` as PTB's rate limiter, default
@@ -12,10 +13,12 @@ when more than 30 messages arrive in any rolling second, or a private chat excee
 then 1 per second, or a group exceeds 20 per minute.
 
 `--per-chat 45` gives each of the N chats 45 alerts drawn from a day of 2,000 papers: each chat
-gets a digest of several messages, as most of an evening's messages are. `--paid-stars S` turns
-paid broadcasts on (a budget and a balance of S Stars): the fake Telegram then takes up to 1,000
-messages a second, so the bot's own CPU, not Telegram's pace, is what limits the drain. Each run
-prints the CPU seconds of this process (the sender's) over the drain per message delivered.
+gets a digest, as most of an evening's messages are: one message (DIGEST_MESSAGES, the bot's
+default) or `--digest-messages M` (3: about three messages each, as before one was the
+default). `--paid-stars S` turns paid broadcasts on (a budget and a balance of S Stars): the
+fake Telegram then takes up to 1,000 messages a second, so the bot's own CPU, not Telegram's
+pace, is what limits the drain. Each run prints the CPU seconds of this process (the sender's)
+over the drain per message delivered.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ def serve_fake_telegram(conn: Connection, rtt: float, stars: int = 0) -> None:
 
 async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
               window: int | None, database_url: str | None = None, per_chat: int = 1,
-              stars: int = 0) -> dict[str, float]:
+              stars: int = 0, digest_messages: int | None = None) -> dict[str, float]:
     """One drain; on a fresh SQLite file, or on `database_url` (a fresh PostgreSQL one)."""
     token, api_url = conn.recv()
     clock = SystemClock()
@@ -95,6 +98,7 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
             "HF_PAPERS_URL": "off",
             **({} if window is None else {"SEND_WINDOW": str(window)}),
             **({"PAID_BROADCAST_STARS_PER_DAY": str(stars)} if stars else {}),
+            **({"DIGEST_MESSAGES": str(digest_messages)} if digest_messages else {}),
         }
         settings = load_settings(env, env_file=None)
         # The bot's own Telegram client (its request settings) and its own services.
@@ -139,7 +143,7 @@ async def run(alerts: int, groups: int, conn: Connection, freeze: bool,
 
 def drain(alerts: int, groups: int, rtt: float, freeze: bool = False,
           window: int | None = None, database_url: str | None = None, per_chat: int = 1,
-          stars: int = 0) -> dict[str, float]:
+          stars: int = 0, digest_messages: int | None = None) -> dict[str, float]:
     """`run` against the fake Telegram, started in its own process for this drain."""
     ours, theirs = multiprocessing.Pipe()
     server = multiprocessing.get_context("spawn").Process(
@@ -147,7 +151,7 @@ def drain(alerts: int, groups: int, rtt: float, freeze: bool = False,
     server.start()
     try:
         return asyncio.run(run(alerts, groups, ours, freeze, window, database_url, per_chat,
-                               stars))
+                               stars, digest_messages))
     finally:
         server.join(timeout=10)
         if server.is_alive():
@@ -172,7 +176,10 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=0,
                         help="how many of the chats are groups (default: all private)")
     parser.add_argument("--per-chat", type=int, default=1,
-                        help="alerts per chat (over 10: a digest of several messages each)")
+                        help="alerts per chat (over 10: a digest each)")
+    parser.add_argument("--digest-messages", type=int, default=None,
+                        help="DIGEST_MESSAGES: messages a digest's first delivery may take "
+                             "(default: the bot's, 1)")
     parser.add_argument("--paid-stars", type=int, default=0,
                         help="paid broadcasts with this budget and balance in Stars (default off)")
     parser.add_argument("--window", type=int, default=None,
@@ -201,9 +208,11 @@ def bench(args: argparse.Namespace) -> None:
         print(f"{engine}, round trip {rtt * 1000:.0f} ms: {args.alerts * args.per_chat} alerts "
               f"to {args.alerts} chats ({args.groups} groups)"
               f"{', gc frozen after start-up' if args.gc_freeze else ''}"
-              f"{f', paid broadcasts ({args.paid_stars} Stars)' if args.paid_stars else ''}")
+              f"{f', paid broadcasts ({args.paid_stars} Stars)' if args.paid_stars else ''}"
+              f"{f', DIGEST_MESSAGES={args.digest_messages}' if args.digest_messages else ''}")
         results.append(drain(args.alerts, args.groups, rtt, args.gc_freeze, args.window,
-                             database_url, args.per_chat, args.paid_stars))
+                             database_url, args.per_chat, args.paid_stars,
+                             args.digest_messages))
     base = results[0]["rate"]
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("engine     | round trip | messages/s | ratio to the first | busiest second | "
