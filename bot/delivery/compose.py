@@ -6,6 +6,7 @@ digest) and for the buttons (the same alert redrawn, expanded or collapsed). No 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -15,6 +16,7 @@ from bot.delivery.callbacks import DigestMore, DigestRest
 from bot.delivery.diff import describe_changes
 from bot.delivery.render import (
     DigestEntry,
+    DigestEntryParts,
     ForYouEntry,
     RenderedMessage,
     render_alert,
@@ -35,6 +37,63 @@ Relevance = Callable[[int, Sequence[Paper]], Awaitable[Sequence[float] | None]]
 # loses any.
 DIGEST_MAX_ENTRIES = 100
 DIGEST_MESSAGES = Settings.digest_messages  # the operator's default (DIGEST_MESSAGES)
+
+
+# A day's 2,000 papers and their revisions: about 10 MB of papers kept for a drain.
+PAPERS_KEPT = 4096
+
+
+class DigestMemo:
+    """What composing one drain's digests reads and renders once for all its chats: paper
+    versions (a day's digests list the same few thousand papers for thousands of chats) and
+    their entries' rendered parts. Bounded, and one a drain: a paper kept is at most as old as
+    the drain, and a digest shows only what a version keeps (title, authors, id)."""
+
+    def __init__(self, store: Storage, capacity: int = PAPERS_KEPT) -> None:
+        self._store = store
+        self._capacity = capacity
+        self._papers: dict[tuple[str, int], Paper] = {}
+        # Versions being read for one chat, which the others wait for instead of reading them
+        # again: a drain's workers compose hundreds of chats at once.
+        self._reading: dict[tuple[str, int], asyncio.Future[dict[tuple[str, int], Paper]]] = {}
+        self.rendered = DigestEntryParts(capacity)
+
+    async def versions(self, wanted: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Paper]:
+        """Those paper versions that are stored, read from the store only the first time."""
+        found: dict[tuple[str, int], Paper] = {}
+        missing, waiting = [], []
+        for key in wanted:
+            if (paper := self._papers.get(key)) is not None:
+                found[key] = paper
+            elif (reading := self._reading.get(key)) is not None:
+                waiting.append((key, reading))
+            else:
+                missing.append(key)
+        if missing:
+            found.update(await self._read(missing))
+        for key, reading in waiting:
+            # A failed read gives nothing to its waiters, who then read for themselves.
+            if (paper := (await reading).get(key)) is not None:
+                found[key] = paper
+        if again := [key for key, _ in waiting if key not in found]:
+            found.update(await self._store.papers.get_versions(again))
+        return found
+
+    async def _read(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], Paper]:
+        reading = asyncio.get_running_loop().create_future()
+        self._reading.update(dict.fromkeys(keys, reading))
+        read: dict[tuple[str, int], Paper] = {}
+        try:
+            read = await self._store.papers.get_versions(keys)
+        finally:
+            reading.set_result(read)
+            for key in keys:
+                del self._reading[key]
+        for key, paper in read.items():
+            if len(self._papers) >= self._capacity:
+                del self._papers[next(iter(self._papers))]  # the first read
+            self._papers[key] = paper
+        return read
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,19 +179,21 @@ async def alert_message(store: Storage, chat_id: int, lang: str, paper: Paper,
 async def compose_for_chat(store: Storage, chat: Chat, rows: Sequence[OutboxRow], *,
                            digest_run: bool = False, guide: bool = False,
                            relevance: Relevance | None = None,
-                           digest_messages: int = DIGEST_MESSAGES) -> Composition:
+                           digest_messages: int = DIGEST_MESSAGES,
+                           memo: DigestMemo | None = None) -> Composition:
     """The messages for a chat's pending rows, topic by topic (a forum's topics each get their
     own): one alert each, or a digest when a topic has more than DIGEST_THRESHOLD of them or
     the chat's daily digest is due (`digest_run`). A digest lists the most relevant first when
     `relevance` scores them for the chat, in at most `digest_messages` messages; the rest is
-    behind its More button."""
+    behind its More button. `memo` keeps what other chats' digests read and rendered."""
     by_topic: dict[int, list[OutboxRow]] = {}
     for row in rows:
         by_topic.setdefault(row.alert.topic_id, []).append(row)
     messages, missing, digest = [], [], False
     for topic_id, topic_rows in by_topic.items():
         if digest_run or len(topic_rows) > DIGEST_THRESHOLD:
-            part = await _digest(store, chat, topic_rows, relevance, digest_messages)
+            part = await _digest(store, chat, topic_rows, relevance, digest_messages,
+                                 memo or DigestMemo(store))
         else:
             part = await _alerts(store, chat, topic_rows, guide)
         messages += [replace(m, topic_id=topic_id) for m in part.messages]
@@ -183,10 +244,11 @@ async def _alerts(store: Storage, chat: Chat, rows: Sequence[OutboxRow],
 
 
 async def _digest(store: Storage, chat: Chat, rows: Sequence[OutboxRow],
-                  relevance: Relevance | None, digest_messages: int) -> Composition:
+                  relevance: Relevance | None, digest_messages: int,
+                  memo: DigestMemo) -> Composition:
     # Each entry shows its own row's version: a chat can have two versions of one paper
     # waiting (a revision during a pause), and each must be shown once, as itself.
-    entries, kept, missing = await _entries(store, rows)
+    entries, kept, missing = await _entries(memo, rows)
     if not kept:
         return Composition([], missing, digest=True)
     scores = None if relevance is None else await relevance(chat.id, [e.paper for e in entries])
@@ -195,7 +257,8 @@ async def _digest(store: Storage, chat: Chat, rows: Sequence[OutboxRow],
         order = sorted(range(len(entries)), key=lambda i: -scores[i])
         entries, kept = [entries[i] for i in order], [kept[i] for i in order]
     rendered = render_digest(entries[:DIGEST_MAX_ENTRIES], lang=chat.language,
-                             max_messages=digest_messages, counted=[e.kind for e in entries])
+                             max_messages=digest_messages, counted=[e.kind for e in entries],
+                             rendered=memo.rendered)
     # Each message of a digest carries some entries; rows are marked sent per message.
     messages, start = [], 0
     for message in rendered:
@@ -218,7 +281,7 @@ async def digest_rest(store: Storage, chat_id: int, lang: str, message_id: int,
     its own button while any are left."""
     rows = await store.outbox.rows_of_message(chat_id, behind_more(message_id))
     page = rows[action.offset:action.offset + DIGEST_MAX_ENTRIES]
-    entries, kept, _ = await _entries(store, page)
+    entries, kept, _ = await _entries(DigestMemo(store), page)
     messages = render_digest(entries, lang=lang, max_messages=digest_messages,
                              first_number=action.numbered + 1,
                              counted=[row.alert.kind for row in rows])
@@ -241,7 +304,7 @@ async def digest_continued(store: Storage, chat_id: int, lang: str, message_id: 
     DIGEST_MAX_ENTRIES, with a button for any beyond."""
     rows = await store.outbox.rows_of_message(chat_id, message_id)
     page = rows[offset:offset + DIGEST_MAX_ENTRIES]
-    entries, _, _ = await _entries(store, page)
+    entries, _, _ = await _entries(DigestMemo(store), page)
     if not entries:
         return []
     messages = render_digest(entries, lang=lang)
@@ -252,12 +315,11 @@ async def digest_continued(store: Storage, chat_id: int, lang: str, message_id: 
     return messages
 
 
-async def _entries(store: Storage, rows: Sequence[OutboxRow]
+async def _entries(memo: DigestMemo, rows: Sequence[OutboxRow]
                    ) -> tuple[list[DigestEntry], list[OutboxRow], list[OutboxRow]]:
     """Digest entries of the rows whose paper version is stored: (entries, their rows, the
     rows whose paper is gone)."""
-    papers = await store.papers.get_versions(
-        [(r.alert.arxiv_id, r.alert.version) for r in rows])
+    papers = await memo.versions([(r.alert.arxiv_id, r.alert.version) for r in rows])
     entries, kept, missing = [], [], []
     for row in rows:
         paper = papers.get((row.alert.arxiv_id, row.alert.version))

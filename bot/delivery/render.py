@@ -514,7 +514,7 @@ def render_for_you(entries: Sequence[ForYouEntry], *, lang: str = "en") -> Rende
                      f"{escape(_authors_text(paper.authors, 2, 40, lang))} · "
                      f'<a href="{href}">{_clip(paper.arxiv_id, 60)}</a>\n'
                      f"↳ <i>{escape(reason)}</i>")
-        buttons.append(_digest_button(number, DigestEntry(paper=paper, saved=entry.saved), lang))
+        buttons.append(_digest_button(number, paper, entry.saved, _version_id(paper), lang))
     rows = [buttons[k : k + DIGEST_BUTTONS_PER_ROW]
             for k in range(0, len(buttons), DIGEST_BUTTONS_PER_ROW)]
     return RenderedMessage("\n".join(lines), InlineKeyboardMarkup(rows), entry_count=len(entries))
@@ -585,7 +585,7 @@ def with_saved_state(
 def render_digest(
     entries: Sequence[DigestEntry], *, lang: str = "en", title: str | None = None,
     max_messages: int | None = None, first_number: int = 1,
-    counted: Sequence[AlertKind] | None = None,
+    counted: Sequence[AlertKind] | None = None, rendered: DigestEntryParts | None = None,
 ) -> list[RenderedMessage]:
     """Numbered entries split into as few messages as fit, each with Save-by-number buttons.
 
@@ -594,9 +594,11 @@ def render_digest(
     start at `first_number` (a later page of a digest continues its numbering). The header
     counts the matches once, revisions among them in brackets: `counted`, the kinds of every
     entry of the digest these belong to, or else these entries; a `title` goes before it.
+    `rendered` holds entries' parts rendered for earlier digests (other chats'), to reuse.
     """
     if not entries:
         return []
+    rendered = rendered or DigestEntryParts()
     heading = truncate_at_word(clean_text(title or ""), 100)
     counts = digest_counts([e.kind for e in entries] if counted is None else counted, lang)
     # Reserve room for the longest header this digest could get ("… 99/99 …").
@@ -604,9 +606,11 @@ def render_digest(
     # Entries are rendered only as far as the messages take them: a capped digest of a
     # catch-up renders its first page, not every entry behind its More button.
     pages: list[list[str]] = [[]]
+    parts: list[_EntryParts] = []
     used = reserve
     for index, entry in enumerate(entries):
-        block = _digest_entry(first_number + index, entry, lang)
+        parts.append(rendered.of(entry.paper, entry.kind, lang))
+        block = _digest_entry(first_number + index, entry, parts[-1])
         size = utf16_len(block) + 2
         page = pages[-1]
         if page and (used + size > MAX_MESSAGE_UNITS
@@ -621,7 +625,8 @@ def render_digest(
     for page_number, blocks in enumerate(pages, 1):
         header = _digest_header(heading, counts, page_number, len(pages))
         text = "\n\n".join([header, *blocks])
-        buttons = [_digest_button(first_number + i, entries[i], lang)
+        buttons = [_digest_button(first_number + i, entries[i].paper, entries[i].saved,
+                                  parts[i].save_id, lang)
                    for i in range(start, start + len(blocks))]
         rows = [buttons[k : k + DIGEST_BUTTONS_PER_ROW]
                 for k in range(0, len(buttons), DIGEST_BUTTONS_PER_ROW)]
@@ -661,29 +666,62 @@ def _digest_header(heading: str, counts: str, page: int, pages: int) -> str:
     return f"📬 <b>{escape(counts)}{counter}</b>"
 
 
-def _digest_entry(number: int, entry: DigestEntry, lang: str) -> str:
-    """One numbered entry, bounded in size whatever the paper holds."""
-    paper = entry.paper
+@dataclass(frozen=True, slots=True)
+class _EntryParts:
+    """A digest entry's paper, rendered: all the entry shows but its number and the chat's
+    matched queries."""
+
+    title: str  # HTML: the title, a revision's badge
+    byline: str  # HTML: the authors, the link
+    save_id: ArxivId | None  # what its Save button carries (None: a link button instead)
+
+
+# A day's 2,000 papers and their revisions, in one language: about 1 MB of rendered parts.
+ENTRY_PARTS_KEPT = 4096
+
+
+class DigestEntryParts:
+    """Digest entries' paper parts rendered once for many chats: a day's digests list the same
+    papers for thousands of chats. A bounded memo of a pure function, keyed by all it reads
+    of the paper (and the kind and language), so a hit is what rendering again would give."""
+
+    def __init__(self, capacity: int = ENTRY_PARTS_KEPT) -> None:
+        self._capacity = capacity
+        self._parts: dict[tuple[object, ...], _EntryParts] = {}
+
+    def of(self, paper: Paper, kind: AlertKind | str, lang: str) -> _EntryParts:
+        key = (paper.arxiv_id, paper.version, paper.title, paper.authors, kind, lang)
+        parts = self._parts.get(key)
+        if parts is None:
+            if len(self._parts) >= self._capacity:
+                del self._parts[next(iter(self._parts))]  # the first rendered
+            parts = self._parts[key] = _entry_parts(paper, kind, lang)
+        return parts
+
+
+def _entry_parts(paper: Paper, kind: AlertKind | str, lang: str) -> _EntryParts:
     title = _clip(_plain(paper.title), 220)
-    badge = " 🔄 " + escape(t(lang, "v{version}", version=paper.version)) \
-        if entry.kind == AlertKind.REVISION else ""
-    link_text = _clip(paper.versioned_id, 60)
-    href = escape_attribute(paper.abs_url)
-    second = [escape(_authors_text(paper.authors, 2, 40, lang)),
-              f'<a href="{href}">{link_text}</a>']
+    if kind == AlertKind.REVISION:
+        title += " 🔄 " + escape(t(lang, "v{version}", version=paper.version))
+    link = f'<a href="{escape_attribute(paper.abs_url)}">{_clip(paper.versioned_id, 60)}</a>'
+    return _EntryParts(title, escape(_authors_text(paper.authors, 2, 40, lang)) + " · " + link,
+                       _version_id(paper))
+
+
+def _digest_entry(number: int, entry: DigestEntry, parts: _EntryParts) -> str:
+    """One numbered entry, bounded in size whatever the paper holds."""
     queries = [q for q in map(clean_text, entry.matched) if q]
-    if queries:
-        second.append("🔎 " + _clip(queries[0], 40)
-                      + (f" +{len(queries) - 1}" if len(queries) > 1 else ""))
-    return f"<b>{number}.</b> {title}{badge}\n" + " · ".join(second)
+    matched = "" if not queries else " · 🔎 " + _clip(queries[0], 40) + (
+        f" +{len(queries) - 1}" if len(queries) > 1 else "")
+    return f"<b>{number}.</b> {parts.title}\n{parts.byline}{matched}"
 
 
-def _digest_button(number: int, entry: DigestEntry, lang: str) -> InlineKeyboardButton:
-    paper_id = _version_id(entry.paper)
-    if paper_id is None or number > 999:
+def _digest_button(number: int, paper: Paper, saved: bool, save_id: ArxivId | None,
+                   lang: str) -> InlineKeyboardButton:
+    if save_id is None or number > 999:
         # A label-only button keeps the numbering intact for a paper we cannot address.
-        return InlineKeyboardButton(str(number), url=entry.paper.abs_url)
-    return _save_button(ToggleSave(paper_id, number), entry.saved, lang)
+        return InlineKeyboardButton(str(number), url=paper.abs_url)
+    return _save_button(ToggleSave(save_id, number), saved, lang)
 
 
 def topic_label(name: str | None, topic_id: int, lang: str) -> str:

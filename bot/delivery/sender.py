@@ -30,6 +30,7 @@ from bot.core.models import Chat, DeliveryMode
 from bot.delivery.compose import (
     DIGEST_MESSAGES,
     Composition,
+    DigestMemo,
     Outgoing,
     Relevance,
     behind_more,
@@ -218,6 +219,7 @@ class Sender:
         self._workers: asyncio.Future[object] | None = None
         # Digest-mode chats whose hour came while a drain runs, each with its caller's report.
         self._guests: list[tuple[int, DrainReport]] = []
+        self._memo: DigestMemo | None = None  # the running drain's, for all its digests
 
     @property
     def busy(self) -> bool:
@@ -279,7 +281,11 @@ class Sender:
                     owner.errors.append(f"{chat_id}: {exc}")
 
         workers = min(max(WORKERS, 2 * self.window), len(chat_ids))
-        await self._run(asyncio.gather(*(worker() for _ in range(workers))))
+        self._memo = DigestMemo(self._store)
+        try:
+            await self._run(asyncio.gather(*(worker() for _ in range(workers))))
+        finally:
+            self._memo = None
 
     async def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """Stop sending, for shutdown: no request starts after this call; those in flight get
@@ -372,8 +378,8 @@ class Sender:
             if rows:
                 parts.append((await compose_for_chat(
                     store, chat, rows, digest_run=digest_mode_run, guide=self._guides,
-                    relevance=self._relevance, digest_messages=self._digest_messages),
-                    store.outbox))
+                    relevance=self._relevance, digest_messages=self._digest_messages,
+                    memo=self._memo), store.outbox))
         waiting = await store.for_you_outbox.pending_for_chat(chat_id, self._clock.now())
         if waiting:
             parts.append((await compose_for_you(store, chat, waiting), store.for_you_outbox))
