@@ -72,8 +72,9 @@ class DigestMemo:
         if missing:
             found.update(await self._read(missing))
         for key, reading in waiting:
-            # A failed read gives nothing to its waiters, who then read for themselves.
-            if (paper := (await reading).get(key)) is not None:
+            # A failed read gives nothing to its waiters, who then read for themselves; a
+            # waiter stopped (the drain is) must not cancel the read for the others.
+            if (paper := (await asyncio.shield(reading)).get(key)) is not None:
                 found[key] = paper
         if again := [key for key, _ in waiting if key not in found]:
             found.update(await self._store.papers.get_versions(again))
