@@ -32,6 +32,9 @@ ENTRY_MAY_IMPORT = {"bot.__main__": ("bot.storage.errors",)}
 # Below the edges only delivery (which sends) talks to Telegram at run time.
 TELEGRAM_BELOW_EDGES = ("bot.delivery",)
 MAX_TOP_LEVEL_MODULES = 5
+# Imported where first needed, never as a module is imported (bot/ranking/__init__.py): every
+# `python -m bot` would pay for them, and most start-ups rank nothing.
+IMPORTED_WHEN_NEEDED = ("scipy", "sklearn")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,7 @@ class Import:
     imported: str  # the module (or package) it imports
     line: int
     type_only: bool  # inside `if TYPE_CHECKING:`
+    deferred: bool = False  # inside a function: runs when it is called, not with the module
 
     def __str__(self) -> str:
         kind = " (type only)" if self.type_only else ""
@@ -62,6 +66,15 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
+def _function_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
 @cache
 def imports() -> tuple[Import, ...]:
     """Every import statement in bot/, anywhere in a module (functions too)."""
@@ -70,6 +83,7 @@ def imports() -> tuple[Import, ...]:
         name = module_name(path)
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         type_only = _type_checking_lines(tree)
+        deferred = _function_lines(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -80,7 +94,8 @@ def imports() -> tuple[Import, ...]:
             else:
                 continue
             for target in targets:
-                found.append(Import(name, target, node.lineno, node.lineno in type_only))
+                found.append(Import(name, target, node.lineno, node.lineno in type_only,
+                                    node.lineno in deferred))
     return tuple(found)
 
 
@@ -150,6 +165,13 @@ def test_telegram_is_imported_only_by_the_edges_and_delivery() -> None:
     assert below == [], "\n".join(below)
 
 
+def test_scipy_and_scikit_learn_are_imported_only_where_first_needed() -> None:
+    eager = [str(i) for i in imports()
+             if i.imported.split(".")[0] in IMPORTED_WHEN_NEEDED
+             and not i.type_only and not i.deferred]
+    assert eager == [], "import these inside the function that needs them:\n" + "\n".join(eager)
+
+
 def test_no_import_circle() -> None:
     graph: dict[str, set[str]] = {}
     modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
@@ -188,6 +210,8 @@ def test_the_rules_catch_a_violation(tmp_path: Path) -> None:
               "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import telegram\n")
     tree = ast.parse(source)
     assert _type_checking_lines(tree) == {5}
+    deferred = ast.parse("import numpy\ndef f():\n    from scipy import sparse\n    return 1\n")
+    assert _function_lines(deferred) == {3, 4}
     edge = Import("bot.chat.handlers.x", "bot.storage", 1, False)
     upward = Import("bot.query.x", "bot.chat.context", 2, False)
     assert layer_of(upward.imported) > layer_of(upward.importer)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import tracemalloc
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable
@@ -429,3 +431,15 @@ async def test_a_for_you_round_keeps_each_chats_candidates_as_columns_not_id_str
         assert per_chat < 30_000, f"{per_chat:,.0f} bytes more per chat at the round's peak"
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("package", ["scipy", "sklearn"])
+def test_a_missing_scipy_or_scikit_learn_stops_the_import_of_the_ranker_naming_it(
+        package: str) -> None:
+    """They are imported only when a chat is first ranked, so their absence is checked when
+    the ranker is imported (at start-up), not found by a user's first /similar."""
+    hidden = f"import sys; sys.modules[{package!r}] = None; import bot.ranking.service"
+    result = subprocess.run([sys.executable, "-c", hidden], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parents[1], timeout=60)
+    assert result.returncode == 1
+    assert f"ImportError: the ranker needs {package}, which is not installed" in result.stderr

@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
 
 from bot.core.models import Paper
 
 if TYPE_CHECKING:
+    from scipy import sparse
     from sklearn.feature_extraction.text import TfidfVectorizer
 
 AUTHOR_PREFIX = "au_"  # author tokens stay apart from words of the text
@@ -75,6 +75,8 @@ class Vocabulary:
     def transform(self, papers: Sequence[Paper]) -> sparse.csr_matrix:
         """One L2-normalised row per paper (float32)."""
         if not papers:
+            from scipy import sparse  # imported when first needed: see bot/ranking/__init__.py
+
             return sparse.csr_matrix((0, self.size), dtype=np.float32)
         texts = [paper_text(p, self.features.authors) for p in papers]
         return self.vectorizer.transform(texts).astype(np.float32)
@@ -102,8 +104,6 @@ class Vocabulary:
 
 
 def _vectorizer(features: TextFeatures, min_df: int) -> TfidfVectorizer:
-    # Imported when first needed: scikit-learn costs about a second of CPU to import, which
-    # every start-up and every operator command would pay before any chat has a model.
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     return TfidfVectorizer(

@@ -12,12 +12,14 @@ import hashlib
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-from scipy import sparse
 
 from bot.ranking.features import Vocabulary
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 MIN_POSITIVES = 5  # as Semantic Scholar's feeds: a handful of papers is enough to start
 
@@ -93,6 +95,8 @@ class ChatModel:
         intercept = float(np.frombuffer(data, np.float64, 1, start)[0])
         indices = np.frombuffer(data, np.int32, count, start + 8)
         values = np.frombuffer(data, np.float32, count, start + 8 + 4 * count)
+        from scipy import sparse  # imported when first needed: see bot/ranking/__init__.py
+
         weights = sparse.csr_matrix((values, indices, np.array([0, count])), shape=(1, size),
                                     dtype=np.float32)
         return cls(weights, intercept, vocabulary, labels)
@@ -100,6 +104,8 @@ class ChatModel:
     @classmethod
     def _load_compressed(cls, data: bytes, vocabulary: str, labels: str) -> ChatModel:
         """A model stored before the raw format: a compressed numpy archive."""
+        from scipy import sparse
+
         with np.load(io.BytesIO(data)) as stored:
             size = int(stored["size"][0])
             weights = sparse.csr_matrix(
@@ -150,6 +156,7 @@ def train(vocabulary: Vocabulary, labels: ChatLabels, vectors: Mapping[str, int]
         return None  # nothing to contrast the positives with
     y = np.zeros(len(rows), dtype=np.int8)
     y[: len(positive_rows)] = 1
+    from scipy import sparse
     from sklearn.svm import LinearSVC  # imported when first needed, as in features.py
 
     svm = LinearSVC(C=training.c, class_weight="balanced" if training.balanced else None,
@@ -163,6 +170,8 @@ def train(vocabulary: Vocabulary, labels: ChatLabels, vectors: Mapping[str, int]
 
 def stack(models: Sequence[ChatModel]) -> tuple[sparse.csr_matrix, np.ndarray]:
     """All chats' weights as one sparse matrix (chats × terms) and their intercepts."""
+    from scipy import sparse
+
     weights = sparse.vstack([m.weights for m in models], format="csr", dtype=np.float32)
     return weights, np.array([m.intercept for m in models], dtype=np.float32)
 

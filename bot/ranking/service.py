@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
 
 from bot.core.memory import release_free_memory
 from bot.core.models import Paper
@@ -37,6 +37,9 @@ from bot.ranking.model import (
 )
 from bot.storage import Storage
 from bot.storage.interfaces import StoredModel, StoredVocabulary
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,8 @@ class _RowCache:
     def add(self, papers: Sequence[Paper], matrix: sparse.csr_matrix) -> None:
         for paper in papers:
             self.rows[(paper.arxiv_id, paper.version)] = len(self.rows)
+        from scipy import sparse  # imported when first needed: see bot/ranking/__init__.py
+
         self.matrix = matrix if self.matrix is None else sparse.vstack(
             [self.matrix, matrix], format="csr", dtype=np.float32)
 
@@ -336,6 +341,8 @@ def _rows_reusing(vocabulary: Vocabulary, papers: Sequence[Paper],
     if not new:
         return kept.matrix[old]
     # The new papers' rows go below the kept ones; each paper then takes its row by index.
+    from scipy import sparse
+
     stacked = sparse.vstack([kept.matrix, vocabulary.transform(new)], format="csr",
                             dtype=np.float32)
     new_rows = iter(range(kept.matrix.shape[0], stacked.shape[0]))
