@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.config import Settings
-from bot.core.models import Alert
 from bot.services import operations
-from bot.services.ingest import PollReport
 
 if TYPE_CHECKING:
+    # For types only: the ingest brings the matcher and numpy, which `health`, `backup` and
+    # `migrate` (an operator's or a monitor's every-minute command) need not import.
+    from bot.core.models import Alert
     from bot.delivery.compose import Outgoing
+    from bot.services.ingest import PollReport
 
 
 def format_poll(report: PollReport, chat_titles: dict[int, str]) -> str:

@@ -35,6 +35,10 @@ MAX_TOP_LEVEL_MODULES = 5
 # Imported where first needed, never as a module is imported (bot/ranking/__init__.py): every
 # `python -m bot` would pay for them, and most start-ups rank nothing.
 IMPORTED_WHEN_NEEDED = ("scipy", "sklearn")
+# An operator's `health`, `backup` and `migrate` (a monitor may run `health` every minute) import
+# the bot's entry and `cli.py`: never the matcher's numpy nor the ranker's scipy.
+OPERATOR_COMMANDS = ("bot.__main__", "bot.cli")
+NOT_FOR_OPERATOR_COMMANDS = ("numpy", "scipy", "sklearn")
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +174,35 @@ def test_scipy_and_scikit_learn_are_imported_only_where_first_needed() -> None:
              if i.imported.split(".")[0] in IMPORTED_WHEN_NEEDED
              and not i.type_only and not i.deferred]
     assert eager == [], "import these inside the function that needs them:\n" + "\n".join(eager)
+
+
+def imported_with(start: str) -> set[str]:
+    """Every module importing `start` runs: its imports outside functions and TYPE_CHECKING,
+    theirs in turn, and the packages that hold them (their `__init__`)."""
+    modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    eager: dict[str, set[str]] = {}
+    for found in imports():
+        if not found.type_only and not found.deferred:
+            eager.setdefault(found.importer, set()).add(found.imported)
+    reached: set[str] = set()
+    todo = [start]
+    while todo:
+        module = todo.pop()
+        if module in reached:
+            continue
+        reached.add(module)
+        parts = module.split(".")
+        todo.extend(".".join(parts[:n]) for n in range(1, len(parts)) if ".".join(parts[:n])
+                    in modules)
+        todo.extend(eager.get(module, ()))
+    return reached
+
+
+def test_operator_commands_import_neither_numpy_nor_scipy() -> None:
+    wrong = sorted(f"{start} → {module}" for start in OPERATOR_COMMANDS
+                   for module in imported_with(start)
+                   if module.split(".")[0] in NOT_FOR_OPERATOR_COMMANDS)
+    assert wrong == [], "\n".join(wrong)
 
 
 def test_no_import_circle() -> None:
