@@ -36,9 +36,10 @@ MAX_TOP_LEVEL_MODULES = 5
 # `python -m bot` would pay for them, and most start-ups rank nothing.
 IMPORTED_WHEN_NEEDED = ("scipy", "sklearn")
 # An operator's `health`, `backup` and `migrate` (a monitor may run `health` every minute) import
-# the bot's entry and `cli.py`: never the matcher's numpy nor the ranker's scipy.
+# the bot's entry and `cli.py`: never Telegram's library, the matcher's numpy nor the ranker's
+# scipy (`__main__` imports PTB, inside functions, only for the commands that use it).
 OPERATOR_COMMANDS = ("bot.__main__", "bot.cli")
-NOT_FOR_OPERATOR_COMMANDS = ("numpy", "scipy", "sklearn")
+NOT_FOR_OPERATOR_COMMANDS = ("telegram", "numpy", "scipy", "sklearn")
 
 
 @dataclass(frozen=True, slots=True)
