@@ -59,8 +59,13 @@ def stored(path: Path) -> tuple[str, set[str], int, set[str], int]:
         return (db.execute("PRAGMA integrity_check").fetchone()[0],
                 {row[0] for row in db.execute("SELECT arxiv_id FROM papers")},
                 db.execute("SELECT COUNT(*) FROM paper_versions").fetchone()[0],
-                {row[0] for row in db.execute("SELECT arxiv_id FROM outbox")},
-                db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+                # A poll's new papers' alerts are staged, one row per chat, until delivery.
+                {row[0] for row in db.execute(
+                    "SELECT arxiv_id FROM outbox UNION SELECT j.value FROM outbox_staged s, "
+                    "json_each(s.alerts, '$.papers') j")},
+                db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
+                + db.execute("SELECT COALESCE(SUM(alert_count), 0) FROM outbox_staged"
+                             ).fetchone()[0])
     finally:
         db.close()
 

@@ -152,9 +152,12 @@ async def test_a_chat_writes_between_two_batches_of_a_poll_whose_alerts_go_out_t
 
 
 def outbox_rows(harness: Harness) -> int:
+    """The alerts stored: outbox rows, and those staged one row per chat by a poll."""
     db = sqlite3.connect(harness.settings.database_path)
     try:
-        return int(db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+        return int(db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
+                   + db.execute("SELECT COALESCE(SUM(alert_count), 0) FROM outbox_staged"
+                                ).fetchone()[0])
     finally:
         db.close()
 

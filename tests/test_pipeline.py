@@ -195,6 +195,21 @@ async def test_a_running_bots_poll_keeps_none_of_its_alerts_once_they_are_stored
     assert len(await rig.queued(1000)) == 20, "each is in the outbox"
 
 
+async def test_a_big_polls_alerts_are_stored_as_a_row_per_chat_not_a_row_per_alert(
+        rig: Rig) -> None:
+    """516,668 rows, each through the outbox's unique key and indexes, were most of a big
+    poll's 47 s store (docs/performance.md, "The store"). 20 papers to 601 chats are 12,020
+    alerts, and now 601 rows; each chat still finds its 20 alerts waiting."""
+    report, _, _ = await traced_poll(rig, 20)
+
+    assert report.alert_count == 20 * 601
+    db = rig.storage.db  # type: ignore[attr-defined]
+    rows = (await db.fetchval("SELECT COUNT(*) FROM outbox")
+            + await db.fetchval("SELECT COUNT(*) FROM outbox_staged"))
+    assert rows <= 601, f"{rows:,} rows for 601 chats"
+    assert len(await rig.queued(1000)) == len(await rig.queued(READER)) == 20
+
+
 async def test_a_big_feed_is_matched_part_by_part_so_its_alerts_are_never_all_in_memory(
         rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
     """Matched whole, a 2,000-paper day against 100,000 subscriptions held 516,668 alerts at

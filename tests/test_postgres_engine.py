@@ -79,14 +79,14 @@ async def test_a_database_made_by_an_earlier_version_gets_the_upgrades_above_it(
         pg_url: str) -> None:
     """Version 16 was the first PostgreSQL schema; 17 added the inline search's index, 18 the
     chats' rating_buttons, 19 the paid broadcasts' budget, 20 the Zotero links, 21 the cards'
-    messages, 22 the index of chats that blocked the bot: a database at 16 is made as it was,
-    then started."""
+    messages, 22 the index of chats that blocked the bot, 23 the staged alerts: a database at
+    16 is made as it was, then started."""
     await (await open_storage(pg_url)).close()
     conn = await asyncpg.connect(pg_url)
     await conn.execute("DROP INDEX papers_text; ALTER TABLE chats DROP COLUMN rating_buttons; "
                        "DROP TABLE paid_broadcasts; DROP TABLE zotero_items; "
                        "DROP TABLE zotero_links; DROP TABLE card_messages; "
-                       "DROP INDEX chats_inactive; "
+                       "DROP INDEX chats_inactive; DROP TABLE outbox_staged; "
                        "DELETE FROM schema_version WHERE version > 16")
     await conn.close()
     await (await open_storage(pg_url)).close()
@@ -99,6 +99,7 @@ async def test_a_database_made_by_an_earlier_version_gets_the_upgrades_above_it(
         assert await conn.fetchval("SELECT COUNT(*) FROM zotero_links") == 0
         assert await conn.fetchval("SELECT COUNT(*) FROM card_messages") == 0
         assert await conn.fetchval("SELECT to_regclass('chats_inactive') IS NOT NULL")
+        assert await conn.fetchval("SELECT COUNT(*) FROM outbox_staged") == 0
     finally:
         await conn.close()
 

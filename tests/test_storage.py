@@ -13,6 +13,7 @@ from bot.core.models import Alert, AnnounceType, Paper
 from bot.storage import Storage, open_storage
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.migrations import LATEST_VERSION
+from bot.storage.sqlite.outbox import unpack_staged
 
 NOW = 1_790_000_000.0
 
@@ -218,3 +219,142 @@ async def test_the_chats_that_blocked_the_bot_are_read_without_a_scan_of_every_c
         assert [row["detail"] for row in plan] == ["SCAN chats USING INDEX chats_inactive"]
     finally:
         await storage.close()
+
+
+# --- a poll's alerts, staged one row per chat ---------------------------------------------------
+
+
+async def stage(store: Storage, alerts: list[Alert], now: float = NOW) -> None:
+    """Alerts stored as a poll stores them: inside its transaction, beside its papers."""
+    async with store.transaction() as tx:
+        await tx.outbox.enqueue(alerts, now)
+
+
+async def rows_stored(store: Storage) -> int:
+    """Rows in the outbox and in the poll's staging table together."""
+    return (int(await store.db.fetchval("SELECT COUNT(*) FROM outbox"))  # type: ignore[attr-defined]
+            + int(await store.db.fetchval(  # type: ignore[attr-defined]
+                "SELECT COUNT(*) FROM outbox_staged")))
+
+
+async def test_a_polls_alerts_are_one_row_per_chat_yet_each_arrives_once_and_in_order(
+        store: Storage) -> None:
+    """A big poll stored a row per alert (516,668): most of its 47 s. A chat's alerts of one
+    transaction are now one row; the sender still sees each alert as its own pending row."""
+    chats = [42, 43, 44]
+    papers = [paper(f"2611.{11000 + n}") for n in range(40)]
+    for chat_id in chats:
+        await store.chats.record(chat_id, "private", "Ada", "en", NOW)
+    await store.papers.upsert_many(papers, NOW)
+    await stage(store, [Alert(chat_id, p.arxiv_id, 1, "new", (chat_id,), ("cs.LG",))
+                        for p in papers for chat_id in chats])
+
+    assert await rows_stored(store) == 3, "one row per chat, not 120"
+    assert (await store.outbox.counts())["pending"] == 120
+    assert await store.outbox.chat_matches_since(43, NOW - 1) == 40
+    assert await store.outbox.due_chats(NOW) == chats
+    pending = await store.outbox.pending_for_chat(43)
+    assert [r.alert.arxiv_id for r in pending] == [p.arxiv_id for p in papers]
+    assert pending[0].alert == Alert(43, papers[0].arxiv_id, 1, "new", (43,), ("cs.LG",))
+    assert await store.outbox.pending_for_chat(43) == pending, "unpacked once"
+    assert (await store.outbox.counts())["pending"] == 120
+
+
+async def test_a_version_already_sent_and_matched_again_by_a_later_poll_is_not_sent_twice(
+        store: Storage) -> None:
+    await store.chats.record(42, "private", "Ada", "en", NOW)
+    await store.papers.upsert_many([paper()], NOW)
+    alert = Alert(42, "2611.11450", 1, "new", (1,), ("cs.LG",))
+    await stage(store, [alert])
+    [row] = await store.outbox.pending_for_chat(42)
+    assert await store.outbox.claim([row.id], NOW + 1)
+    await store.outbox.mark_sent([row.id], message_id=7, now=NOW + 2)
+
+    await stage(store, [alert], NOW + 900)
+
+    assert await store.outbox.pending_for_chat(42) == []
+    assert (await store.outbox.counts())["pending"] == 0
+
+
+async def test_staged_alerts_survive_a_crash_before_and_during_their_unpacking(
+        database_url: str) -> None:
+    """Staged is stored: durable with the poll's papers. An unpacking cut short (its
+    transaction never commits) leaves them staged, and they still arrive once each."""
+    store = await open_storage(database_url)
+    try:
+        await store.chats.record(42, "private", "Ada", "en", NOW)
+        await store.papers.upsert_many([paper(), paper("2611.11451")], NOW)
+        await stage(store, [Alert(42, "2611.11450", 1, "new"), Alert(42, "2611.11451", 1, "new")])
+    finally:
+        await store.close()  # the process dies: nothing but what committed is left
+    store = await open_storage(database_url)
+    try:
+        with contextlib.suppress(RuntimeError):
+            async with store.db.transaction() as conn:  # type: ignore[attr-defined]
+                await unpack_staged(conn, [42])
+                raise RuntimeError("killed in the middle of the unpacking")
+        assert await store.outbox.due_chats(NOW) == [42]
+        pending = await store.outbox.pending_for_chat(42)
+        assert sorted(r.alert.arxiv_id for r in pending) == ["2611.11450", "2611.11451"]
+        assert await rows_stored(store) == 2
+    finally:
+        await store.close()
+
+
+async def test_staged_alerts_of_paused_and_blocked_chats_wait_as_outbox_rows_do(
+        store: Storage) -> None:
+    for chat_id in (41, 42, 43):
+        await store.chats.record(chat_id, "private", "Ada", "en", NOW)
+    await store.papers.upsert_many([paper()], NOW)
+    await store.chats.set_paused(41, True)
+    await stage(store, [Alert(chat_id, "2611.11450", 1, "new") for chat_id in (41, 42, 43)])
+
+    await store.chats.mark_inactive(42, "blocked", NOW + 1)
+
+    assert await store.outbox.due_chats(NOW + 2) == [43], "paused and blocked chats wait"
+    assert (await store.outbox.counts())["held"] == 1
+    assert len(await store.outbox.pending_for_chat(41)) == 1, "/resume finds it pending"
+    await store.chats.record(42, "private", "Ada", "en", NOW + 3)
+    assert await store.outbox.due_chats(NOW + 3) == [42, 43]
+    assert len(await store.outbox.pending_for_chat(42)) == 1
+
+
+async def test_a_blocked_chats_staged_alerts_expire_with_its_held_ones(store: Storage) -> None:
+    await store.chats.record(42, "private", "Ada", "en", NOW)
+    await store.papers.upsert_many([paper()], NOW)
+    await stage(store, [Alert(42, "2611.11450", 1, "new")])
+    await store.db.execute(  # type: ignore[attr-defined]
+        "UPDATE chats SET inactive_since = ? WHERE id = 42", (NOW + 1,))
+
+    assert await store.outbox.expire_held(NOW + 15 * 86400) == 1
+    assert (await store.outbox.counts())["expired"] == 1
+
+
+async def test_staged_alerts_move_with_a_group_that_became_a_supergroup_and_go_with_forget(
+        store: Storage) -> None:
+    group, supergroup = -42, -1001000000042
+    for chat_id in (group, supergroup):
+        await store.chats.record(chat_id, "group", "Lab", "en", NOW)
+    await store.papers.upsert_many([paper(), paper("2611.11451")], NOW)
+    await stage(store, [Alert(group, "2611.11450", 1, "new"), Alert(group, "2611.11451", 1, "new"),
+                        Alert(supergroup, "2611.11450", 1, "new")])
+
+    await store.chats.migrate_id(group, supergroup)
+
+    pending = await store.outbox.pending_for_chat(supergroup)
+    assert sorted(r.alert.arxiv_id for r in pending) == ["2611.11450", "2611.11451"]
+    await stage(store, [Alert(supergroup, "2611.11451", 2, "new")], NOW + 900)
+    await store.chats.forget(supergroup)
+    assert await rows_stored(store) == 0
+
+
+async def test_a_paper_with_staged_alerts_is_kept_and_for_you_does_not_offer_it(
+        store: Storage) -> None:
+    await store.chats.record(42, "private", "Ada", "en", NOW)
+    await store.papers.upsert_many([paper(), paper("2611.11451")], NOW)
+    await stage(store, [Alert(42, "2611.11450", 1, "new")])
+
+    assert await store.rankings.unmatched_ids_since(42, NOW - 1, 10) == ["2611.11451"]
+    await store.papers.prune(NOW + 1)
+    assert await store.papers.get("2611.11450") is not None
+    assert await store.papers.get("2611.11451") is None

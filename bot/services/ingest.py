@@ -50,11 +50,14 @@ log = logging.getLogger(__name__)
 
 MAX_DETAIL_LOOKUPS = 300  # three API requests a poll at the most
 # One ingest transaction stores at most this many papers and (unless one paper alone alerts
-# more chats) this many outbox rows: tens of milliseconds of SQLite's time on the project's
-# machine, which is how long a chat's /pause or /follow may wait for the ingest
-# (`bench/responsiveness.py` prints how long the poll held the writer each time).
-INGEST_BATCH_ALERTS = 500
-INGEST_BATCH_PAPERS = 200
+# more chats) this many alerts, which is how long a chat's /pause or /follow may wait for the
+# ingest (`bench/responsiveness.py` prints how long the poll held the writer each time). The
+# alerts are staged one row per chat and transaction (bot/storage/sqlite/outbox.py), so a
+# transaction costs about a row per chat it touches: a whole matched part is one transaction,
+# and the fewer transactions, the fewer rows (500 alerts a transaction, as when each alert
+# was a row, would stage about one row per alert).
+INGEST_BATCH_ALERTS = 100_000
+INGEST_BATCH_PAPERS = 250
 # A feed is matched this many papers at a time, each part stored before the next is matched:
 # a 2,000-paper day against 100,000 subscriptions makes 516,668 alerts, an object each, and
 # matched at once they raised the poll's peak memory by 200 MB (docs/performance.md, "The
@@ -287,6 +290,10 @@ class Pipeline:
         the committed papers seen and the others new. The transaction is short (at most
         INGEST_BATCH_ALERTS rows), so a chat's write waits for one batch, not the whole feed.
         """
+        # The batch's alerts grouped by chat and encoded before the transaction opens: other
+        # writers (a chat's /pause) wait for the transaction, not for this.
+        prepared = await self._store.outbox.prepare_staged(
+            [a for change in batch for a in matched.get(change.paper.arxiv_id, ())], now)
         async with self._store.transaction() as tx:
             changes = await tx.papers.upsert([c.paper for c in batch], now)
             alerts = await self._batch_alerts(tx, changes, batch, matched)
@@ -294,7 +301,8 @@ class Pipeline:
             # looked up at the end of the poll; at most one poll interval, should the look-up
             # never finish.
             await tx.outbox.enqueue(
-                alerts, now, revisions_due_at=now + self._settings.poll_interval_seconds)
+                alerts, now, revisions_due_at=now + self._settings.poll_interval_seconds,
+                prepared=prepared)
         report.changes.extend(changes)
         report.alert_count += len(alerts)
         report.alerted_chats.update(a.chat_id for a in alerts)

@@ -115,6 +115,18 @@ class TopicFallback:
     moved: int  # undelivered alerts now bound for General
 
 
+@dataclass(frozen=True, slots=True)
+class StagedAlerts:
+    """A poll's plain alerts grouped by chat and encoded for staging
+    (`OutboxRepository.prepare_staged`) before the transaction that stores them opens, so that
+    the transaction, which other writers wait for, spends none of its time encoding them."""
+
+    now: float
+    rows: tuple[tuple, ...]  # the engine's staged rows, one a chat (opaque to callers)
+    alerts: tuple[Alert, ...]  # what was encoded: kept alive, so their ids identify them
+    ids: frozenset[int]  # their ids, made with the rows
+
+
 class PapersInTransaction(Protocol):
     """The paper writes of one transaction."""
 
@@ -130,12 +142,24 @@ class OutboxInTransaction(Protocol):
     """The outbox as one transaction writes and reads it."""
 
     async def enqueue(self, alerts: Sequence[Alert], now: float, *,
-                      revisions_due_at: float | None = None) -> int:
-        """Queue alerts; a version already queued for the same chat and topic is skipped.
+                      revisions_due_at: float | None = None,
+                      prepared: StagedAlerts | None = None) -> int:
+        """Queue alerts, durably with the rest of the transaction; a chat gets a version once
+        per topic. `prepared` (from `OutboxRepository.prepare_staged`, made with the same `now`)
+        saves encoding the plain alerts again when they are the prepared ones (those of chats
+        left out, e.g. chats that blocked the bot meanwhile, are dropped); otherwise they are
+        encoded here.
 
-        Returns how many were new. Alerts for chats the bot has never seen are dropped, so
-        the caller passes only known chats. Revisions are due at `revisions_due_at` when
-        given: they wait for their details (`OutboxRepository.release_revisions`).
+        Plain alerts (new papers, due now) are staged: one row per chat holding all of that
+        chat's alerts of this transaction, which `OutboxRepository` unpacks into one row per
+        alert before anything reads or changes the chat's alerts. A staged alert for a version
+        the chat already has is dropped then. Revisions go to the outbox at once, a version
+        already queued for the chat and topic skipped.
+
+        Returns how many were stored (staged ones all count). Alerts for chats the bot has
+        never seen are dropped, so the caller passes only known chats. Revisions are due at
+        `revisions_due_at` when given: they wait for their details
+        (`OutboxRepository.release_revisions`).
         """
 
     async def first_topics(self, chats_by_paper: Mapping[str, Sequence[int]]
@@ -458,13 +482,27 @@ class DeliveryQueue(Protocol[Row]):
 
 
 class OutboxRepository(DeliveryQueue[OutboxRow], Protocol):
-    """Alerts to send, being sent and sent, threaded per chat and topic."""
+    """Alerts to send, being sent and sent, threaded per chat and topic.
+
+    A poll's staged alerts (`OutboxInTransaction.enqueue`) are part of the outbox for every
+    method here: `pending_for_chat` unpacks the chat's into rows of their own first (in a
+    transaction of its own, so a crash leaves them staged or unpacked, never lost or
+    doubled), `due_chats` names the chats that have some, and `counts` and
+    `chat_matches_since` count them (as pending, or held for a chat that blocks the bot)
+    without unpacking. Holding, releasing, moving and forgetting a chat's alerts (the chat
+    and topic repositories) unpack its staged alerts first, in the same transaction.
+    """
 
     async def release_revisions(self, arxiv_ids: Iterable[str], now: float) -> int:
         """Make the waiting revision alerts of these papers due now (their details are in)."""
 
+    async def prepare_staged(self, alerts: Sequence[Alert], now: float) -> StagedAlerts:
+        """Group and encode the plain alerts among these for staging, off the event loop and
+        outside any transaction; pass the result to `OutboxInTransaction.enqueue`."""
+
     async def enqueue(self, alerts: Sequence[Alert], now: float) -> int:
-        """Store alerts in their own transaction; see `OutboxInTransaction.enqueue`."""
+        """Store alerts in their own transaction, each as its own outbox row (none staged):
+        how many were new; a version already queued for the chat and topic is skipped."""
 
     async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
                         alone: bool = False) -> None:

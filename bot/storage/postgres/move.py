@@ -23,7 +23,7 @@ from bot.storage.sqlite.db import Database as SqliteDatabase
 log = logging.getLogger(__name__)
 
 CHUNK = 20_000  # rows read from SQLite and sent to PostgreSQL at a time
-_IDENTITY_TABLES = ("subscriptions", "outbox", "guide_calls", "foryou_outbox")
+_IDENTITY_TABLES = ("subscriptions", "outbox", "guide_calls", "foryou_outbox", "outbox_staged")
 
 
 async def move_to_postgres(source: Path, url: str,

@@ -24,13 +24,18 @@ from bot.storage.sqlite.feedback import FeedbackRepository
 from bot.storage.sqlite.foryou_outbox import ForYouOutboxRepository as SqliteForYouOutbox
 from bot.storage.sqlite.guides import GuideRepository as SqliteGuides
 from bot.storage.sqlite.heartbeats import HeartbeatRepository
-from bot.storage.sqlite.outbox import DeliveryQueue, _outbox_rows
+from bot.storage.sqlite.outbox import (
+    STAGED_PAPERS_PG,
+    STAGED_TABLE,
+    DeliveryQueue,
+    _outbox_rows,
+)
 from bot.storage.sqlite.outbox import OutboxInTransaction as SqliteOutboxInTransaction
 from bot.storage.sqlite.outbox import OutboxRepository as SqliteOutbox
 from bot.storage.sqlite.paid_broadcasts import PaidBroadcastRepository
 from bot.storage.sqlite.papers import RANKED_MATCHES, PapersInTransaction, paper_from_row
 from bot.storage.sqlite.papers import PaperRepository as SqlitePapers
-from bot.storage.sqlite.rankings import RankingRepository
+from bot.storage.sqlite.rankings import RankingRepository as SqliteRankings
 from bot.storage.sqlite.saved import SavedInTransaction
 from bot.storage.sqlite.saved import SavedRepository as SqliteSaved
 from bot.storage.sqlite.sources import SourceRepository
@@ -107,7 +112,7 @@ class _Claims:
 class OutboxRepository(_Claims, SqliteOutbox):
     async def enqueue(self, alerts: Sequence[Alert], now: float) -> int:
         async with self._db.transaction() as conn:
-            return await OutboxInTransaction(conn).enqueue(alerts, now)
+            return await OutboxInTransaction(conn)._insert(alerts, now)
 
 
 class ForYouOutboxRepository(_Claims, SqliteForYouOutbox):
@@ -117,8 +122,27 @@ class ForYouOutboxRepository(_Claims, SqliteForYouOutbox):
 class OutboxInTransaction(SqliteOutboxInTransaction):
     _conn: Connection  # type: ignore[assignment]
 
-    async def enqueue(self, alerts: Sequence[Alert], now: float, *,
-                      revisions_due_at: float | None = None) -> int:
+    async def _stage(self, rows: Sequence[tuple], alerts: int) -> int:
+        staged = 0
+        for start in range(0, len(rows), BATCH):
+            chats, created, counts, texts, _ = zip(*rows[start:start + BATCH], strict=True)
+            staged += int(await self._conn.raw.fetchval(
+                f"""
+                WITH staged AS (
+                    INSERT INTO {STAGED_TABLE} (chat_id, created_at, alert_count, alerts)
+                    SELECT a.chat_id, $4, a.alert_count, a.alerts
+                    FROM unnest($1::bigint[], $2::int[], $3::text[]) WITH ORDINALITY
+                         AS a(chat_id, alert_count, alerts, n)
+                    JOIN chats c ON c.id = a.chat_id
+                    ORDER BY a.n
+                    RETURNING alert_count)
+                SELECT COALESCE(SUM(alert_count), 0) FROM staged
+                """,
+                list(chats), list(counts), list(texts), created[0]))
+        return staged
+
+    async def _insert(self, alerts: Sequence[Alert], now: float, *,
+                     revisions_due_at: float | None = None) -> int:
         revisions_due = now if revisions_due_at is None else revisions_due_at
         rows = await asyncio.to_thread(_outbox_rows, alerts, now, revisions_due)
         added = 0
@@ -148,6 +172,8 @@ class OutboxInTransaction(SqliteOutboxInTransaction):
 
 
 class PaperRepository(SqlitePapers):
+    _STAGED_PAPERS = STAGED_PAPERS_PG
+
     async def search(self, words: Sequence[str], since: float, limit: int) -> list[Paper]:
         if not words:
             return []
@@ -187,6 +213,10 @@ class PaperRepository(SqlitePapers):
         )
         assert row is not None
         return {k: int(row[k] or 0) for k in ("new", "revised", "ai")}
+
+
+class RankingRepository(SqliteRankings):
+    _STAGED_PAPERS = STAGED_PAPERS_PG
 
 
 class SavedRepository(SqliteSaved):

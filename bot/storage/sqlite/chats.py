@@ -9,7 +9,12 @@ import aiosqlite
 from bot.core.constants import DAY
 from bot.core.models import Chat, DeliveryMode
 from bot.storage.sqlite.db import Database
-from bot.storage.sqlite.outbox import DELIVERY_TABLES, HELD_ALERT_DAYS
+from bot.storage.sqlite.outbox import (
+    DELIVERY_TABLES,
+    HELD_ALERT_DAYS,
+    STAGED_TABLE,
+    unpack_staged,
+)
 
 LAST_SEEN_RESOLUTION = 600.0  # seconds: `last_seen_at` is refreshed at most this often
 # The tables a chat owns rows in, each with the rest of its unique key beside chat_id.
@@ -19,7 +24,7 @@ _KEYS_BESIDE_CHAT = {"subscriptions": ("query",), "saved": ("arxiv_id",),
 # chat erases. A new table that names a chat belongs here (tests/test_e2e_forget.py checks).
 CHAT_TABLES = ("subscriptions", "topics", "saved", "feedback", "chat_models", "foryou",
                "guide_calls", "alert_threads", "zotero_items", "zotero_links", "card_messages",
-               *DELIVERY_TABLES)
+               *DELIVERY_TABLES, STAGED_TABLE)
 
 
 def _chat(row: sqlite3.Row) -> Chat:
@@ -77,6 +82,9 @@ class ChatRepository:
             cursor = await conn.execute("SELECT inactive_since FROM chats WHERE id = ?", (chat_id,))
             existing = await cursor.fetchone()
             reactivated = existing is not None and existing["inactive_since"] is not None
+            if reactivated:
+                # Staged alerts become held ones first, released (or expired) with the rest.
+                await unpack_staged(conn, [chat_id])
             await conn.execute(
                 """
                 INSERT INTO chats (id, type, title, language, created_at, last_seen_at)
@@ -141,6 +149,7 @@ class ChatRepository:
         """The chat blocked the bot (or is gone): skip it, and hold its pending alerts (kept,
         not dropped), until it writes again."""
         async with self._db.transaction() as conn:
+            await unpack_staged(conn, [chat_id])
             await conn.execute(
                 "UPDATE chats SET inactive_since = COALESCE(inactive_since, ?), "
                 "inactive_reason = ? WHERE id = ?",
@@ -161,6 +170,8 @@ class ChatRepository:
         already has wins on a clash (same query, same paper).
         """
         async with self._db.transaction() as conn:
+            # Both chats' alerts as outbox rows, so that the clash rule below sees them all.
+            await unpack_staged(conn, [old_id, new_id])
             cursor = await conn.execute("SELECT 1 FROM chats WHERE id = ?", (new_id,))
             if await cursor.fetchone() is None:
                 # ON UPDATE CASCADE carries subscriptions, saved and outbox along.

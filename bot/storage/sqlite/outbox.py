@@ -1,4 +1,12 @@
-"""The outbox: every alert is stored before it is sent and marked sent once Telegram accepts it."""
+"""The outbox: every alert is stored before it is sent and marked sent once Telegram accepts it.
+
+A poll's plain alerts (new papers, due at once) are stored first in `outbox_staged`: one row
+per chat and poll transaction, its alerts in one compact text. A row per alert, with the
+outbox's unique key and indexes, was most of a big poll's store (516,668 alerts: 47 s;
+docs/performance.md, "The store"). A chat's staged rows are unpacked into ordinary `outbox`
+rows (`unpack_staged`), and deleted, in one transaction, before anything reads or changes
+that chat's alerts, so every reader below sees the outbox as if they had been there all along.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +21,7 @@ import aiosqlite
 
 from bot.core.constants import DAY
 from bot.core.models import Alert, AlertKind, OutboxRow, OutboxStatus
+from bot.storage.interfaces import StagedAlerts
 from bot.storage.sqlite.db import Database, in_chunks
 
 # Alerts held for a chat that blocked the bot expire after this many days: it gets what is
@@ -20,6 +29,13 @@ from bot.storage.sqlite.db import Database, in_chunks
 HELD_ALERT_DAYS = 14
 # The tables of messages queued for a chat: held, released and moved with it alike.
 DELIVERY_TABLES = ("outbox", "foryou_outbox")
+# A poll's plain alerts, one row per chat and transaction, until the chat's outbox is read.
+STAGED_TABLE = "outbox_staged"
+# The papers of staged alerts, as a subquery (`s` the staged row): what must not be pruned,
+# and what a chat has had an alert for. PostgreSQL's says it its own way.
+STAGED_PAPERS = f"SELECT j.value FROM {STAGED_TABLE} s, json_each(s.alerts, '$.papers') j"
+STAGED_PAPERS_PG = (f"SELECT j.value FROM {STAGED_TABLE} s, "
+                    f"json_array_elements_text(s.alerts::json -> 'papers') AS j(value)")
 
 
 def _row(row: sqlite3.Row) -> OutboxRow:
@@ -63,6 +79,139 @@ def _outbox_rows(alerts: Sequence[Alert], now: float, revisions_due: float) -> l
     ), key=itemgetter(0))
 
 
+def _is_plain(alert: Alert) -> bool:
+    """A new paper's alert, due at once: staged. Revisions (which wait for their details and
+    are released by `release_revisions`) and saved papers' revisions go to `outbox` as they
+    are: they are few."""
+    return alert.kind == AlertKind.NEW and not alert.saved_revision
+
+
+def _staged_rows(alerts: Sequence[Alert], now: float) -> list[tuple]:
+    """One row per chat: (chat_id, created_at, alert_count, alerts as JSON, chat_id).
+
+    The JSON holds columns, not an object per alert: the papers (a list `prune` and For you
+    read in SQL), their versions and topics, and for each alert the index of its
+    (subscription ids, matched queries) pair in `matches`, which a chat's alerts share a lot
+    (a chat's few subscriptions match many papers)."""
+    by_chat: dict[int, list[Alert]] = {}
+    for alert in alerts:
+        found = by_chat.get(alert.chat_id)
+        if found is None:
+            by_chat[alert.chat_id] = [alert]
+        else:
+            found.append(alert)
+    rows = []
+    dumps = json.dumps
+    for chat_id in sorted(by_chat):
+        chat_alerts = by_chat[chat_id]
+        # A chat's few subscriptions match many papers: each pair is written once.
+        pairs: dict[tuple, int] = {}
+        matches = []
+        papers, versions, topics, picks = [], [], [], []
+        for a in chat_alerts:
+            subs, queries = a.subscription_ids, a.matched_queries
+            key = (subs, queries)
+            index = pairs.get(key)
+            if index is None:
+                index = pairs[key] = len(matches)
+                matches.append((subs, queries))
+            papers.append(a.arxiv_id)
+            versions.append(a.version)
+            topics.append(a.topic_id)
+            picks.append(index)
+        # json's default separators: its one shared encoder, not a new one per chat.
+        text = dumps({"papers": papers, "versions": versions, "topics": topics,
+                      "match": picks, "matches": matches})
+        rows.append((chat_id, now, len(chat_alerts), text, chat_id))
+    return rows
+
+
+def _prepared_rows(prepared: StagedAlerts | None, alerts: Sequence[Alert], now: float
+                   ) -> list[tuple] | None:
+    """The prepared rows of exactly these alerts (each chat's all or none of them), or None
+    when they are not what was prepared: then they are encoded anew."""
+    if prepared is None or prepared.now != now:
+        return None
+    encoded = prepared.ids
+    per_chat: dict[int, int] = {}
+    for a in alerts:
+        if id(a) not in encoded:
+            return None
+        per_chat[a.chat_id] = per_chat.get(a.chat_id, 0) + 1
+    rows = [row for row in prepared.rows if row[0] in per_chat]
+    if len(rows) != len(per_chat) or any(per_chat[row[0]] != row[2] for row in rows):
+        return None
+    return rows
+
+
+def _unstaged(chat_id: int, text: str) -> list[Alert]:
+    """A staged row's alerts, in the order they were staged."""
+    data = json.loads(text)
+    matches = [(tuple(subs), tuple(queries)) for subs, queries in data["matches"]]
+    return [
+        Alert(chat_id, arxiv_id, version, AlertKind.NEW, *matches[pick], topic_id=topic_id)
+        for arxiv_id, version, topic_id, pick in zip(
+            data["papers"], data["versions"], data["topics"], data["match"], strict=True)
+    ]
+
+
+async def unpack_staged(conn: aiosqlite.Connection, chat_ids: Iterable[int]) -> int:
+    """Turn these chats' staged alerts into ordinary `outbox` rows and delete the staged rows,
+    inside the caller's transaction; how many staged rows there were.
+
+    A version the chat already has in `outbox` (sent or queued, for the same topic) is not
+    added again: the unique key ignores it, as it did when alerts went to `outbox` at once.
+    The rows are pending, or held if the chat blocks the bot by now. Both engines' writer
+    connections take these statements alike (few rows: one chat's alerts)."""
+    unpacked = 0
+    for chunk, marks in in_chunks(chat_ids):
+        cursor = await conn.execute(
+            f"SELECT id, chat_id, created_at, alerts FROM {STAGED_TABLE} "
+            f"WHERE chat_id IN ({marks}) ORDER BY id", chunk)
+        staged = await cursor.fetchall()
+        if not staged:
+            continue
+        cursor = await conn.execute(
+            f"SELECT id FROM chats WHERE id IN ({marks}) AND inactive_since IS NOT NULL", chunk)
+        blocked = {r["id"] for r in await cursor.fetchall()}
+        rows = []
+        encoded: dict[tuple, str] = {}
+        for row in staged:
+            status = "held" if row["chat_id"] in blocked else "pending"
+            created = row["created_at"]
+            for a in _unstaged(row["chat_id"], row["alerts"]):
+                subs = encoded.get(a.subscription_ids)
+                if subs is None:
+                    subs = encoded[a.subscription_ids] = json.dumps(list(a.subscription_ids))
+                queries = encoded.get(a.matched_queries)
+                if queries is None:
+                    queries = encoded[a.matched_queries] = json.dumps(list(a.matched_queries))
+                rows.append((a.chat_id, a.arxiv_id, a.version, subs, queries, status, created,
+                             created, a.topic_id))
+        await conn.executemany(
+            """
+            INSERT INTO outbox (chat_id, arxiv_id, version, kind, subscription_ids,
+                matched_queries, saved_revision, status, created_at, due_at, topic_id)
+            VALUES (?, ?, ?, 'new', ?, ?, 0, ?, ?, ?, ?)
+            ON CONFLICT (chat_id, topic_id, arxiv_id, version) DO NOTHING
+            """,
+            rows,
+        )
+        await conn.execute(f"DELETE FROM {STAGED_TABLE} WHERE chat_id IN ({marks})", chunk)
+        unpacked += len(staged)
+    return unpacked
+
+
+async def unpack_chat(db: Database, chat_id: int) -> None:
+    """Unpack a chat's staged alerts (`unpack_staged`) in a transaction of their own, if it
+    has any: a read through the chat's index when it has none, which is most of the time."""
+    if await db.fetchval(f"SELECT 1 FROM {STAGED_TABLE} WHERE chat_id = ? LIMIT 1",
+                         (chat_id,)) is None:
+        return
+    async with db.transaction() as conn:
+        await unpack_staged(conn, [chat_id])
+
+
 Row = TypeVar("Row")  # what a queue's table row decodes to
 
 # A row Telegram accepted: (message_id, sent_at) are its parameters.
@@ -86,8 +235,12 @@ class DeliveryQueue(Generic[Row]):
     def _decode(row: sqlite3.Row) -> Row:
         raise NotImplementedError
 
+    async def _before_reading(self, chat_id: int) -> None:
+        """What a queue does before a chat's pending rows are read (the outbox unpacks)."""
+
     async def pending_for_chat(self, chat_id: int, now: float | None = None) -> list[Row]:
         """A chat's pending rows (due by `now` when given), oldest first."""
+        await self._before_reading(chat_id)
         # `+status`: found through the chat's own rows, never by walking every pending row of
         # every chat (outbox_due): after a big poll that is half a million, 70 ms for each
         # chat's /resume and each chat of a drain, instead of 3 ms.
@@ -204,14 +357,51 @@ class OutboxInTransaction:
         self._conn = conn
 
     async def enqueue(self, alerts: Sequence[Alert], now: float, *,
-                      revisions_due_at: float | None = None) -> int:
-        """Store alerts inside the transaction; a version already queued for the same chat
-        and topic is skipped.
+                      revisions_due_at: float | None = None,
+                      prepared: StagedAlerts | None = None) -> int:
+        """Store alerts inside the transaction: a poll's plain alerts (new papers, due now)
+        staged, one row per chat (`_staged_rows`, or the rows `prepared` holds for them);
+        revisions straight into `outbox`, where a version already queued for the same chat and
+        topic is skipped. A staged alert for a version the chat already has is dropped when its
+        chat's alerts are unpacked.
 
-        Returns how many were new. Alerts for chats the bot has never seen are dropped by the
-        foreign key check, so the caller passes only known chats. Revisions are due at
+        Returns how many were stored (staged ones all count). Alerts for chats the bot has
+        never seen are dropped, so the caller passes only known chats. Revisions are due at
         `revisions_due_at` when given: they wait for their details (`release_revisions`).
         """
+        plain = [a for a in alerts if _is_plain(a)]
+        staged = 0
+        if plain:
+            rows = _prepared_rows(prepared, plain, now)
+            if rows is None:
+                rows = await asyncio.to_thread(_staged_rows, plain, now)
+            staged = await self._stage(rows, len(plain))
+        if len(plain) == len(alerts):
+            return staged
+        return staged + await self._insert([a for a in alerts if not _is_plain(a)], now,
+                                          revisions_due_at=revisions_due_at)
+
+    async def _stage(self, rows: Sequence[tuple], alerts: int) -> int:
+        """Insert staged rows (`_staged_rows`) holding `alerts` alerts; how many were stored
+        (a chat the bot has never seen drops its row)."""
+        before = self._conn.total_changes
+        await self._conn.executemany(
+            f"INSERT INTO {STAGED_TABLE} (chat_id, created_at, alert_count, alerts) "
+            f"SELECT ?, ?, ?, ? FROM chats WHERE id = ?", rows)
+        if self._conn.total_changes - before == len(rows):
+            return alerts
+        # Some chats were unknown (their rows dropped): count the alerts of the others.
+        known: set[int] = set()
+        for chunk, marks in in_chunks([r[0] for r in rows]):
+            cursor = await self._conn.execute(
+                f"SELECT id FROM chats WHERE id IN ({marks})", chunk)
+            known.update(r["id"] for r in await cursor.fetchall())
+        return sum(r[2] for r in rows if r[0] in known)
+
+    async def _insert(self, alerts: Sequence[Alert], now: float, *,
+                     revisions_due_at: float | None = None) -> int:
+        """Store alerts as `outbox` rows at once, none staged; how many were new (a version
+        already queued for the same chat and topic is skipped)."""
         revisions_due = now if revisions_due_at is None else revisions_due_at
         # Hundreds of thousands of rows after a big poll: encoded off the event loop.
         rows = await asyncio.to_thread(_outbox_rows, alerts, now, revisions_due)
@@ -262,10 +452,51 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
                 released += cursor.rowcount
         return released
 
+    async def prepare_staged(self, alerts: Sequence[Alert], now: float) -> StagedAlerts:
+        """Group and encode the plain alerts among these for staging, in a worker thread and
+        outside any transaction: see `OutboxInTransaction.enqueue`'s `prepared`."""
+        plain = tuple(a for a in alerts if _is_plain(a))
+        rows, ids = await asyncio.to_thread(
+            lambda: (_staged_rows(plain, now), frozenset(map(id, plain))))
+        return StagedAlerts(now, tuple(rows), plain, ids)
+
     async def enqueue(self, alerts: Sequence[Alert], now: float) -> int:
-        """Store alerts in their own transaction; see `OutboxInTransaction.enqueue`."""
+        """Store alerts in their own transaction as `outbox` rows, none staged (a few at a
+        time, outside a poll): how many were new."""
         async with self._db.transaction() as conn:
-            return await OutboxInTransaction(conn).enqueue(alerts, now)
+            return await OutboxInTransaction(conn)._insert(alerts, now)
+
+    async def _before_reading(self, chat_id: int) -> None:
+        """The chat's staged alerts become outbox rows before its pending rows are read."""
+        await unpack_chat(self._db, chat_id)
+
+    async def due_chats(self, now: float) -> list[int]:
+        """Chats with pending rows due now, or staged alerts, that can receive them (active,
+        not paused)."""
+        rows = await self._db.fetchall(
+            f"""
+            SELECT o.chat_id FROM outbox o JOIN chats c ON c.id = o.chat_id
+            WHERE o.status = 'pending' AND o.due_at <= :now AND c.inactive_since IS NULL
+              AND c.paused = 0
+            UNION
+            SELECT s.chat_id FROM {STAGED_TABLE} s JOIN chats c ON c.id = s.chat_id
+            WHERE s.created_at <= :now AND c.inactive_since IS NULL AND c.paused = 0
+            ORDER BY 1
+            """,
+            {"now": now},
+        )
+        return [r["chat_id"] for r in rows]
+
+    async def expire_held(self, now: float) -> int:
+        """Rows held longer than HELD_ALERT_DAYS expire (at the daily upkeep); the staged
+        alerts of chats that block the bot are unpacked (held) first."""
+        rows = await self._db.fetchall(
+            f"SELECT DISTINCT s.chat_id FROM {STAGED_TABLE} s JOIN chats c ON c.id = s.chat_id "
+            f"WHERE c.inactive_since IS NOT NULL")
+        if rows:
+            async with self._db.transaction() as conn:
+                await unpack_staged(conn, [r["chat_id"] for r in rows])
+        return await super().expire_held(now)
 
     async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
                         alone: bool = False) -> None:
@@ -313,9 +544,18 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
         return [_row(r) for r in rows]
 
     async def counts(self) -> dict[str, int]:
+        """Alerts by status; staged ones count as pending (held for a chat that blocks the
+        bot), without being unpacked."""
         rows = await self._db.fetchall("SELECT status, COUNT(*) AS n FROM outbox GROUP BY status")
         counts = {status.value: 0 for status in OutboxStatus}
         counts.update({r["status"]: int(r["n"]) for r in rows})
+        staged = await self._db.fetchone(
+            f"SELECT SUM(CASE WHEN c.inactive_since IS NULL THEN s.alert_count ELSE 0 END) "
+            f"AS pending, SUM(CASE WHEN c.inactive_since IS NULL THEN 0 ELSE s.alert_count "
+            f"END) AS held FROM {STAGED_TABLE} s JOIN chats c ON c.id = s.chat_id")
+        if staged is not None:
+            counts["pending"] += int(staged["pending"] or 0)
+            counts["held"] += int(staged["held"] or 0)
         return counts
 
     async def last_failure(self) -> str | None:
@@ -324,6 +564,10 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
             "SELECT last_error FROM outbox WHERE status = 'failed' ORDER BY id DESC LIMIT 1")
 
     async def chat_matches_since(self, chat_id: int, since: float) -> int:
+        """The chat's alerts created since `since`, its staged ones included (not unpacked:
+        one already delivered and matched again counts twice until they are)."""
         return int(await self._db.fetchval(
-            "SELECT COUNT(*) FROM outbox WHERE chat_id = ? AND created_at >= ?", (chat_id, since)
-        ))
+            f"SELECT (SELECT COUNT(*) FROM outbox WHERE chat_id = :chat AND created_at >= :since)"
+            f" + (SELECT COALESCE(SUM(alert_count), 0) FROM {STAGED_TABLE} "
+            f"WHERE chat_id = :chat AND created_at >= :since)",
+            {"chat": chat_id, "since": since}))

@@ -19,6 +19,7 @@ from bot.core.models import (
     latest_versions,
 )
 from bot.storage.sqlite.db import Database, in_chunks
+from bot.storage.sqlite.outbox import STAGED_PAPERS
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -156,6 +157,8 @@ class PapersInTransaction:
 
 class PaperRepository:
     """Reads and writes `papers` and `paper_versions`."""
+
+    _STAGED_PAPERS = STAGED_PAPERS  # the papers of staged alerts, in this engine's SQL
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -336,12 +339,13 @@ class PaperRepository:
         with alerts still pending, being sent or held.
         """
         return await self._db.execute(
-            """
+            f"""
             DELETE FROM papers
             WHERE last_changed_at < ?
               AND arxiv_id NOT IN (SELECT arxiv_id FROM saved)
               AND arxiv_id NOT IN (SELECT arxiv_id FROM outbox
                                    WHERE status IN ('pending', 'sending', 'held'))
+              AND arxiv_id NOT IN ({self._STAGED_PAPERS})
             """,
             (before,),
         )

@@ -9,11 +9,14 @@ from sqlite3 import Row
 from bot.core.models import GENERAL, Feedback, Paper
 from bot.storage.interfaces import ForYouSetting, LabelIds, StoredModel, StoredVocabulary
 from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.outbox import STAGED_PAPERS
 from bot.storage.sqlite.papers import paper_from_row
 
 
 class RankingRepository:
     """Reads and writes `ranking_vocabulary` and `chat_models`; reads the labels."""
+
+    _STAGED_PAPERS = STAGED_PAPERS  # the papers of staged alerts, in this engine's SQL
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -100,14 +103,15 @@ class RankingRepository:
         """Papers announced since `since` that the chat never got an alert for, nor saved
         nor labelled: what its subscriptions missed."""
         rows = await self._db.fetchall(
-            """
+            f"""
             SELECT arxiv_id FROM papers WHERE first_seen_at >= ? AND from_feed = 1
               AND arxiv_id NOT IN (SELECT arxiv_id FROM outbox WHERE chat_id = ?)
+              AND arxiv_id NOT IN ({self._STAGED_PAPERS} WHERE s.chat_id = ?)
               AND arxiv_id NOT IN (SELECT arxiv_id FROM saved WHERE chat_id = ?)
               AND arxiv_id NOT IN (SELECT arxiv_id FROM feedback WHERE chat_id = ?)
             ORDER BY first_seen_at DESC, arxiv_id LIMIT ?
             """,
-            (since, chat_id, chat_id, chat_id, limit))
+            (since, chat_id, chat_id, chat_id, chat_id, limit))
         return [row[0] for row in rows]
 
     async def corpus(self, limit: int) -> list[Paper]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.core.models import GENERAL
 from bot.storage.interfaces import TopicFallback
 from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.outbox import unpack_staged
 
 # Alerts not yet delivered; those move to General with their topic's subscriptions.
 _UNDELIVERED = "('pending', 'held')"
@@ -42,6 +43,7 @@ class TopicRepository:
         moved: the chat gets that version once in General, never twice.
         """
         async with self._db.transaction() as conn:
+            await unpack_staged(conn, [chat_id])
             cursor = await conn.execute(
                 "SELECT raw_query, query FROM subscriptions WHERE chat_id = ? AND topic_id = ? "
                 "ORDER BY id", (chat_id, topic_id))
