@@ -276,6 +276,27 @@ async def test_a_version_already_sent_and_matched_again_by_a_later_poll_is_not_s
     assert (await store.outbox.counts())["pending"] == 0
 
 
+async def test_a_chats_unpacked_alerts_are_read_even_while_the_shared_reader_holds_an_old_snapshot(
+        tmp_path: Path) -> None:
+    """The drain's workers share SQLite's one reader connection, which reads from the snapshot
+    of its oldest open statement. A chat's rows read there just after their unpacking had
+    committed were missed: a paid drain passed over 2 of its 40 chats, their alerts left
+    pending until the next drain."""
+    store = await open_storage(tmp_path / "bot.sqlite3")
+    try:
+        for chat_id in (41, 42, 43):
+            await store.chats.record(chat_id, "private", "Ada", "en", NOW)
+        await store.papers.upsert_many([paper()], NOW)
+        await stage(store, [Alert(42, "2611.11450", 1, "new")])
+        reader = store.db._reader  # type: ignore[attr-defined]
+        async with reader.execute("SELECT id FROM chats") as another_workers_read:
+            await another_workers_read.fetchone()  # rows left: its snapshot is held
+            pending = await store.outbox.pending_for_chat(42)
+        assert [r.alert.arxiv_id for r in pending] == ["2611.11450"]
+    finally:
+        await store.close()
+
+
 async def test_staged_alerts_survive_a_crash_before_and_during_their_unpacking(
         database_url: str) -> None:
     """Staged is stored: durable with the poll's papers. An unpacking cut short (its
