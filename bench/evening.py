@@ -193,6 +193,10 @@ def outbox_state(path: Path, since: float = 0.0) -> tuple[dict[str, int], dict[s
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
     try:
         alerts = dict(db.execute("SELECT status, COUNT(*) FROM outbox GROUP BY status"))
+        # A poll's alerts wait staged, a row per chat, until their chat's are read.
+        staged = db.execute("SELECT COALESCE(SUM(alert_count), 0) FROM outbox_staged").fetchone()[0]
+        if staged:
+            alerts["pending"] = alerts.get("pending", 0) + staged
         for_you = dict(db.execute("SELECT status, COUNT(*) FROM foryou_outbox GROUP BY status"))
         rounds_left = db.execute("SELECT COUNT(*) FROM foryou WHERE last_sent_at IS NULL "
                                  "OR last_sent_at < ?", (since,)).fetchone()[0]

@@ -281,6 +281,52 @@ async def test_a_for_you_round_reads_the_days_papers_once_not_once_per_chat(
         await store.close()
 
 
+async def test_a_vocabulary_fitted_again_during_a_for_you_round_leaves_the_round_whole(
+        papers: list[Paper], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evening's papers doubled the store while For you was explaining its picks: the
+    next chat's model was trained on a vocabulary fitted again, while the picks' vectors
+    came from the one before ("inconsistent shapes (1, 17661) and (1, 20000)"), and no chat
+    got its For you that day."""
+    store = await open_storage(tmp_path / "bot.sqlite3")
+    try:
+        await store.papers.upsert_many(papers[:40], START)
+        chats = [1, 2, 3]
+        for chat in chats:
+            await store.chats.record(chat, "private", "Ada", "en", START)
+            for paper in papers[chat:chat + MIN_POSITIVES]:
+                await store.saved.save(chat, paper.arxiv_id, paper.version, START)
+        ranker = Ranker(store, lambda: START + 60)
+        for chat in chats:
+            assert await ranker.model(chat) is not None  # trained before the round
+        before = await store.rankings.vocabulary()
+        trained, scored, scoring = ranker.model, ranker._scored, [True]
+
+        async def scored_then_done(*args):
+            async for table in scored(*args):
+                yield table
+            scoring.clear()
+
+        async def model_after_the_store_grew(chat_id: int):
+            # Between the scoring and the explanations (a round of 10,000 chats takes
+            # minutes): the store outgrows the vocabulary, which the next model fits again.
+            current = await store.rankings.vocabulary()
+            if not scoring and current.fingerprint == before.fingerprint:
+                await store.papers.upsert_many(papers[40:], START + 30)
+                await ranker.refit()
+            return await trained(chat_id)
+
+        ranker._scored = scored_then_done  # type: ignore[method-assign]
+        ranker.model = model_after_the_store_grew  # type: ignore[method-assign]
+        # Each pick explained by its model's terms, not by a saved paper it resembles.
+        monkeypatch.setattr("bot.ranking.service.LIKE_MIN_SIMILARITY", 1.01)
+        picked = await ranker.suggestions([(c, 5) for c in chats], START + 60)
+
+        assert (await store.rankings.vocabulary()).fingerprint != before.fingerprint
+        assert sorted(picked) == chats and all(picked.values())
+    finally:
+        await store.close()
+
+
 def test_the_settings_are_stored_with_the_vocabulary_and_change_its_fingerprint(
         papers: list[Paper]) -> None:
     plain = fit_vocabulary(papers, replace(FEATURES, authors=False))

@@ -286,13 +286,20 @@ class Ranker:
             picks.update(await asyncio.to_thread(_picks, ordered, candidates, columns, table,
                                                  wanted))
         del candidates
-        vocabulary = self._vocabulary
-        if not picks or vocabulary is None:
+        if not picks:
             return {}
         result = {}
         for chat_id, chosen in picks.items():
             labels = await self.labels(chat_id)
             model = await self.model(chat_id)
+            # The explanation's vectors come from the vocabulary the model was trained on:
+            # `model` may have fitted it again meanwhile (the evening's 2,000 papers doubled
+            # the store), and a model and vectors of two vocabularies broke the whole round.
+            vocabulary = self._vocabulary
+            if vocabulary is None:
+                return {}
+            if model is not None and model.vocabulary != vocabulary.fingerprint:
+                model = None
             corpus = await self._corpus_with(vocabulary, labels.positives)
             result[chat_id] = await asyncio.to_thread(
                 _explain, vocabulary, corpus, model, sorted(labels.positives), chosen)
