@@ -252,6 +252,19 @@ async def test_a_reloaded_corpus_keeps_its_rows_and_adds_the_new_papers_rows(
         await store.close()
 
 
+async def ranker_with_models(store: Storage, papers: list[Paper], chats: list[int]) -> Ranker:
+    """A ranker whose chats each saved MIN_POSITIVES of `papers` and have their model trained,
+    as before a For-you round."""
+    for chat in chats:
+        await store.chats.record(chat, "private", "Ada", "en", START)
+        for paper in papers[chat:chat + MIN_POSITIVES]:
+            await store.saved.save(chat, paper.arxiv_id, paper.version, START)
+    ranker = Ranker(store, lambda: START + 60)
+    for chat in chats:
+        assert await ranker.model(chat) is not None
+    return ranker
+
+
 async def test_a_for_you_round_reads_the_days_papers_once_not_once_per_chat(
         papers: list[Paper], tmp_path: Path) -> None:
     """Every chat's candidates are the same day's papers: a round keeps one copy of each, so
@@ -261,13 +274,7 @@ async def test_a_for_you_round_reads_the_days_papers_once_not_once_per_chat(
     try:
         await store.papers.upsert_many(papers, START)
         chats = list(range(1, 41))
-        for chat in chats:
-            await store.chats.record(chat, "private", "Ada", "en", START)
-            for paper in papers[chat:chat + MIN_POSITIVES]:
-                await store.saved.save(chat, paper.arxiv_id, paper.version, START)
-        ranker = Ranker(store, lambda: START + 60)
-        for chat in chats:
-            assert await ranker.model(chat) is not None  # trained before the round
+        ranker = await ranker_with_models(store, papers, chats)
 
         day, read = await peak_of(store.papers.get_many([p.arxiv_id for p in papers]))
         assert len(read) == len(papers)
@@ -291,13 +298,7 @@ async def test_a_vocabulary_fitted_again_during_a_for_you_round_leaves_the_round
     try:
         await store.papers.upsert_many(papers[:40], START)
         chats = [1, 2, 3]
-        for chat in chats:
-            await store.chats.record(chat, "private", "Ada", "en", START)
-            for paper in papers[chat:chat + MIN_POSITIVES]:
-                await store.saved.save(chat, paper.arxiv_id, paper.version, START)
-        ranker = Ranker(store, lambda: START + 60)
-        for chat in chats:
-            assert await ranker.model(chat) is not None  # trained before the round
+        ranker = await ranker_with_models(store, papers, chats)
         before = await store.rankings.vocabulary()
         trained, scored, scoring = ranker.model, ranker._scored, [True]
 
