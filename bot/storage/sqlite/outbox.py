@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import ClassVar, Generic, TypeVar
 
@@ -58,11 +58,10 @@ def _row(row: sqlite3.Row) -> OutboxRow:
     )
 
 
-def _outbox_rows(alerts: Sequence[Alert], now: float, revisions_due: float) -> list[tuple]:
-    """Insert parameters, by chat: the (chat_id, …) index takes them page after page instead
-    of at random. The sort is stable, so a chat's alerts keep their order (their ids)."""
-    # A subscription's alerts share their tuples (one per chat and paper in a big poll), so
-    # each distinct tuple is encoded once: 516,668 alerts have about 100,000.
+def _json_once() -> Callable[[tuple], str]:
+    """A JSON encoder of tuples that encodes each distinct tuple once. A subscription's
+    alerts share their tuples (one per chat and paper in a big poll): 516,668 alerts have
+    about 100,000."""
     encoded: dict[tuple, str] = {}
 
     def encode(values: tuple) -> str:
@@ -71,6 +70,13 @@ def _outbox_rows(alerts: Sequence[Alert], now: float, revisions_due: float) -> l
             text = encoded[values] = json.dumps(list(values))
         return text
 
+    return encode
+
+
+def _outbox_rows(alerts: Sequence[Alert], now: float, revisions_due: float) -> list[tuple]:
+    """Insert parameters, by chat: the (chat_id, …) index takes them page after page instead
+    of at random. The sort is stable, so a chat's alerts keep their order (their ids)."""
+    encode = _json_once()
     return sorted((
         (a.chat_id, a.arxiv_id, a.version, a.kind, encode(a.subscription_ids),
          encode(a.matched_queries), int(a.saved_revision), now,
@@ -175,19 +181,13 @@ async def unpack_staged(conn: aiosqlite.Connection, chat_ids: Iterable[int]) -> 
             f"SELECT id FROM chats WHERE id IN ({marks}) AND inactive_since IS NOT NULL", chunk)
         blocked = {r["id"] for r in await cursor.fetchall()}
         rows = []
-        encoded: dict[tuple, str] = {}
+        encode = _json_once()
         for row in staged:
             status = "held" if row["chat_id"] in blocked else "pending"
             created = row["created_at"]
             for a in _unstaged(row["chat_id"], row["alerts"]):
-                subs = encoded.get(a.subscription_ids)
-                if subs is None:
-                    subs = encoded[a.subscription_ids] = json.dumps(list(a.subscription_ids))
-                queries = encoded.get(a.matched_queries)
-                if queries is None:
-                    queries = encoded[a.matched_queries] = json.dumps(list(a.matched_queries))
-                rows.append((a.chat_id, a.arxiv_id, a.version, subs, queries, status, created,
-                             created, a.topic_id))
+                rows.append((a.chat_id, a.arxiv_id, a.version, encode(a.subscription_ids),
+                             encode(a.matched_queries), status, created, created, a.topic_id))
         await conn.executemany(
             """
             INSERT INTO outbox (chat_id, arxiv_id, version, kind, subscription_ids,
