@@ -92,10 +92,10 @@ def previous_announcement(calendar: ArxivCalendar, day):
     return day
 
 
-async def build_database(path: Path, chats: int, seed: int, digest_at: float,
-                         corpus: Corpus) -> Population:
+async def build_database(path: Path, chats: int, seed: int, corpus: Corpus) -> Population:
     """The chats, their subscriptions, digests, For you and liked papers, written before the
-    bot starts (the bot's own migrations make the schema)."""
+    bot starts (the bot's own migrations make the schema); `schedule_digests` sets when the
+    digests and For you come."""
     now = time.time()
     storage = await open_storage(path)
     liked_papers = [corpus.paper(50_000 + n) for n in range(PAPERS)]
@@ -108,7 +108,6 @@ async def build_database(path: Path, chats: int, seed: int, digest_at: float,
     chat_rows, subscription_rows, for_you_rows, feedback_rows = [], [], [], []
     for chat_id in population.chats:
         zone = rng.choice(ZONES)
-        local = datetime.fromtimestamp(digest_at, ZoneInfo(zone)).strftime("%H:%M")
         digest = rng.random() < DIGEST_SHARE
         for_you = rng.random() < FOR_YOU_SHARE
         if digest:
@@ -121,7 +120,7 @@ async def build_database(path: Path, chats: int, seed: int, digest_at: float,
         # A digest chat had yesterday's digest; a For-you chat its message (digest_time is
         # also when For you comes).
         chat_rows.append((chat_id, "private", zone, "digest" if digest else "instant",
-                          local if digest or for_you else None, now - 86_400,
+                          "00:00" if digest or for_you else None, now - 86_400,
                           now - 7 * 86_400, now - 86_400))
         queries: dict[str, str] = {}
         while len(queries) < SUBSCRIPTIONS_PER_CHAT:
@@ -142,6 +141,19 @@ async def build_database(path: Path, chats: int, seed: int, digest_at: float,
                        "VALUES (?, ?, ?, ?)", feedback_rows)
     db.close()
     return population
+
+
+def schedule_digests(path: Path, digest_at: float) -> None:
+    """Every chat with a digest time gets `digest_at` as its own zone's local time."""
+    db = sqlite3.connect(path)
+    with db:
+        zones = [zone for (zone,) in db.execute(
+            "SELECT DISTINCT timezone FROM chats WHERE digest_time IS NOT NULL")]
+        db.executemany("UPDATE chats SET digest_time = ? WHERE timezone = ? "
+                       "AND digest_time IS NOT NULL",
+                       [(datetime.fromtimestamp(digest_at, ZoneInfo(zone)).strftime("%H:%M"),
+                         zone) for zone in zones])
+    db.close()
 
 
 class Probe(threading.Thread):
@@ -235,10 +247,12 @@ def main() -> None:
     database = folder / "bot.sqlite3"
 
     started = time.monotonic()
+    population = asyncio.run(build_database(database, args.chats, args.seed, corpus))
     # The digests and For you come due a few minutes after the bot starts (rounded up to a
-    # minute, as digest times are), after the rebuild.
-    digest_at = math.ceil((time.time() + 150 + args.chats / 2000) / 60) * 60
-    population = asyncio.run(build_database(database, args.chats, args.seed, digest_at, corpus))
+    # minute, as digest times are), after the rebuild: timed from the end of the build (at
+    # 100,000 chats it takes minutes, and the bot's start a minute or two).
+    digest_at = math.ceil((time.time() + 150 + args.chats / 1000) / 60) * 60
+    schedule_digests(database, digest_at)
     print(f"{args.chats:,} chats ({len(population.digest):,} digest, "
           f"{len(population.for_you):,} with For you), "
           f"{args.chats * SUBSCRIPTIONS_PER_CHAT:,} subscriptions; database made in "
