@@ -276,6 +276,42 @@ async def test_a_version_already_sent_and_matched_again_by_a_later_poll_is_not_s
     assert (await store.outbox.counts())["pending"] == 0
 
 
+async def test_a_claim_of_rows_one_of_which_is_no_longer_pending_claims_none_of_them(
+        store: Storage) -> None:
+    """A message's rows go together: if one was claimed meanwhile, the message is not sent and
+    the others stay pending, to be sent with it later."""
+    await store.chats.record(42, "private", "Ada", "en", NOW)
+    papers = [paper(f"2611.1145{n}") for n in range(3)]
+    await store.papers.upsert_many(papers, NOW)
+    await stage(store, [Alert(42, p.arxiv_id, 1, "new", (1,), ("cs.LG",)) for p in papers])
+    first, second, third = await store.outbox.pending_for_chat(42)
+    assert await store.outbox.claim([second.id], NOW + 1)
+
+    assert not await store.outbox.claim([first.id, second.id, third.id], NOW + 2)
+
+    assert [r.id for r in await store.outbox.pending_for_chat(42)] == [first.id, third.id]
+    assert await store.outbox.claim([first.id, third.id], NOW + 3)
+    assert await store.outbox.pending_for_chat(42) == []
+
+
+async def test_a_digests_rows_behind_its_more_button_are_recorded_with_the_ones_it_shows(
+        store: Storage) -> None:
+    await store.chats.record(42, "private", "Ada", "en", NOW)
+    papers = [paper(f"2611.1145{n}") for n in range(4)]
+    await store.papers.upsert_many(papers, NOW)
+    await stage(store, [Alert(42, p.arxiv_id, 1, "new", (1,), ("cs.LG",)) for p in papers])
+    rows = await store.outbox.pending_for_chat(42)
+    ids = [r.id for r in rows]
+    assert await store.outbox.claim(ids, NOW + 1)
+
+    await store.outbox.mark_sent(ids[:2], 7, NOW + 2, hidden=ids[2:], hidden_message_id=-7)
+
+    assert [r.id for r in await store.outbox.rows_of_message(42, 7)] == ids[:2]
+    assert [r.id for r in await store.outbox.rows_of_message(42, -7)] == ids[2:]
+    counts = await store.outbox.counts()
+    assert (counts["sent"], counts["sending"], counts["pending"]) == (4, 0, 0)
+
+
 async def test_a_chats_unpacked_alerts_are_read_even_while_the_shared_reader_holds_an_old_snapshot(
         tmp_path: Path) -> None:
     """The drain's workers share SQLite's one reader connection, which reads from the snapshot

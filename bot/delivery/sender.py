@@ -515,11 +515,10 @@ class Sender:
         now = self._clock.now()
         match outcome:
             case Sent(message_id) if outgoing.hidden:
-                # The rows behind its More button last: should the bot die in between, they
-                # are sent again, and were never shown.
-                await outbox.mark_sent([r.id for r in outgoing.shown_rows], message_id, now)
-                await outbox.mark_sent([r.id for r in outgoing.hidden_rows],
-                                       behind_more(message_id), now)
+                # The rows behind its More button with those it shows, in one transaction.
+                await outbox.mark_sent([r.id for r in outgoing.shown_rows], message_id, now,
+                                       hidden=[r.id for r in outgoing.hidden_rows],
+                                       hidden_message_id=behind_more(message_id))
             case Sent(message_id):
                 await outbox.mark_sent(row_ids, message_id, now, alone=outgoing.alone)
             case FloodWait(error=error) if waits >= MAX_RETRY_AFTER_WAITS:

@@ -456,8 +456,11 @@ class DeliveryQueue(Protocol[Row]):
         if any of them is no longer pending (held meanwhile, or claimed by someone else)."""
 
     async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
-                        alone: bool = False) -> None:
-        """Telegram accepted the message (`alone` matters only to alerts' threads)."""
+                        alone: bool = False, hidden: Sequence[int] = (),
+                        hidden_message_id: int | None = None) -> None:
+        """Telegram accepted the message (`alone` matters only to alerts' threads). The rows
+        `hidden` behind its More button are recorded under `hidden_message_id`, in the same
+        transaction."""
 
     async def unclaim(self, row_ids: Sequence[int]) -> None:
         """Telegram refused the request before taking it (a 429): the rows wait again."""
@@ -505,9 +508,12 @@ class OutboxRepository(DeliveryQueue[OutboxRow], Protocol):
         how many were new; a version already queued for the chat and topic is skipped."""
 
     async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
-                        alone: bool = False) -> None:
+                        alone: bool = False, hidden: Sequence[int] = (),
+                        hidden_message_id: int | None = None) -> None:
         """Telegram accepted the message. One alert sent `alone` (not in a digest) starts its
-        paper's thread in the chat's topic, unless an earlier message did."""
+        paper's thread in the chat's topic, unless an earlier message did. The rows `hidden`
+        behind its More button are recorded under `hidden_message_id`, in the same
+        transaction."""
 
     async def thread_starts(self, chat_id: int, topic_id: int,
                             arxiv_ids: Iterable[str]) -> dict[str, int]:

@@ -28,6 +28,7 @@ from bot.storage.sqlite.outbox import (
     STAGED_PAPERS_PG,
     STAGED_TABLE,
     DeliveryQueue,
+    NotAllPending,
     _outbox_rows,
 )
 from bot.storage.sqlite.outbox import OutboxInTransaction as SqliteOutboxInTransaction
@@ -50,10 +51,6 @@ async def inserted_id(conn: Connection, sql: str, params: Sequence[Any]) -> int:
     """Run one INSERT inside a transaction; the new row's id."""
     row = await (await conn.execute(f"{sql} RETURNING id", params)).fetchone()
     return int(row["id"]) if row else 0
-
-
-class _NotAllPending(Exception):
-    """Some of the rows to claim were no longer pending: the claim is rolled back."""
 
 
 # A statement's fence: true only while the term it names is the database's current one, so a
@@ -86,8 +83,8 @@ class _Claims:
                     f"{fence} RETURNING 1) SELECT COUNT(*) FROM claimed",
                     now, list(row_ids), *fence_args)
                 if claimed != len(row_ids):
-                    raise _NotAllPending
-        except _NotAllPending:
+                    raise NotAllPending
+        except NotAllPending:
             return False
         return True
 

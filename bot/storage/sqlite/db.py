@@ -212,16 +212,16 @@ class Database:
             await self._reader.close()
         await self._conn.close()
 
-    @asynccontextmanager
     async def _read(self, sql: str, params: Sequence[Any] | Mapping[str, Any]
-                    ) -> AsyncIterator[aiosqlite.Cursor]:
+                    ) -> list[sqlite3.Row]:
+        """All the rows of a query, as last committed: executed, fetched and its statement
+        reset in one call on the connection's thread (a cursor's execute, fetch and close are
+        three; a drain reads a few times a message)."""
         with engine_errors(self.path):
             if self._reader is not None:
-                async with self._reader.execute(sql, params) as cursor:
-                    yield cursor
-                return
-            async with self._lock, self._conn.execute(sql, params) as cursor:
-                yield cursor
+                return list(await self._reader.execute_fetchall(sql, params))
+            async with self._lock:
+                return list(await self._conn.execute_fetchall(sql, params))
 
     async def schema_version(self) -> int:
         await self._conn.execute(
@@ -289,17 +289,16 @@ class Database:
 
     async def fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
                        ) -> sqlite3.Row | None:
-        """One row, as last committed."""
-        async with self._read(sql, params) as cursor:
-            return await cursor.fetchone()
+        """The first row, as last committed; for queries of one row at most (a key, LIMIT 1):
+        all of a query's rows are read."""
+        rows = await self._read(sql, params)
+        return rows[0] if rows else None
 
     async def fetchall(self, sql: str, params: Iterable[Any] | Mapping[str, Any] = ()
                        ) -> list[sqlite3.Row]:
         """All rows, as last committed."""
         # Named parameters (`:name`) come as a mapping, SQLite's own `?` as any iterable.
-        async with self._read(sql, params if isinstance(params, Mapping) else tuple(params)
-                              ) as cursor:
-            return list(await cursor.fetchall())
+        return await self._read(sql, params if isinstance(params, Mapping) else tuple(params))
 
     async def fetchval(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
         row = await self.fetchone(sql, params)

@@ -211,6 +211,11 @@ async def has_staged(db: Database, chat_id: int) -> bool:
 
 Row = TypeVar("Row")  # what a queue's table row decodes to
 
+
+class NotAllPending(Exception):
+    """Some of the rows to claim were no longer pending: the claim is rolled back."""
+
+
 # A row Telegram accepted: (message_id, sent_at) are its parameters.
 _SENT = ("status = 'sent', message_id = ?, sent_at = ?, claimed_at = NULL, "
          "attempts = attempts + 1, last_error = NULL")
@@ -267,25 +272,37 @@ class DeliveryQueue(Generic[Row]):
     async def claim(self, row_ids: Sequence[int], now: float) -> bool:
         """Mark pending rows `sending` just before their request; False (and nothing claimed)
         if any of them is no longer pending (held meanwhile, or claimed by someone else)."""
-        async with self._db.transaction() as conn:
-            pending = 0
-            for chunk, marks in in_chunks(row_ids):
-                cursor = await conn.execute(
-                    f"SELECT COUNT(*) FROM {self._table} WHERE status = 'pending' "
-                    f"AND id IN ({marks})", chunk)
-                pending += (await cursor.fetchone())[0]
-            if pending != len(row_ids):
-                return False
-            for chunk, marks in in_chunks(row_ids):
-                await conn.execute(
-                    f"UPDATE {self._table} SET status = 'sending', claimed_at = ? "
-                    f"WHERE id IN ({marks})", (now, *chunk))
+        # One conditional UPDATE, rolled back unless it claimed them all: no count first.
+        try:
+            async with self._db.transaction() as conn:
+                claimed = 0
+                for chunk, marks in in_chunks(row_ids):
+                    cursor = await conn.execute(
+                        f"UPDATE {self._table} SET status = 'sending', claimed_at = ? "
+                        f"WHERE id IN ({marks}) AND status = 'pending'", (now, *chunk))
+                    claimed += cursor.rowcount
+                if claimed != len(row_ids):
+                    raise NotAllPending
+        except NotAllPending:
+            return False
         return True
 
     async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
-                        alone: bool = False) -> None:
-        """Telegram accepted the message (`alone` matters only to alerts' threads)."""
-        await self._set_claimed(row_ids, _SENT, (message_id, now))
+                        alone: bool = False, hidden: Sequence[int] = (),
+                        hidden_message_id: int | None = None) -> None:
+        """Telegram accepted the message (`alone` matters only to alerts' threads); the rows
+        `hidden` behind its More button under `hidden_message_id`, in the same transaction."""
+        async with self._db.transaction() as conn:
+            await self._mark_sent_in(conn, row_ids, message_id, now, hidden, hidden_message_id)
+
+    async def _mark_sent_in(self, conn: aiosqlite.Connection, row_ids: Sequence[int],
+                            message_id: int, now: float, hidden: Sequence[int],
+                            hidden_message_id: int | None) -> None:
+        await self._set_claimed_in(conn, row_ids, _SENT, (message_id, now))
+        if hidden:
+            if hidden_message_id is None:
+                raise ValueError("rows behind a More button need the id they are recorded under")
+            await self._set_claimed_in(conn, hidden, _SENT, (hidden_message_id, now))
 
     async def unclaim(self, row_ids: Sequence[int]) -> None:
         """Telegram refused the request before taking it (a 429): the rows wait again."""
@@ -508,11 +525,14 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
         return await super().expire_held(now)
 
     async def mark_sent(self, row_ids: Sequence[int], message_id: int, now: float, *,
-                        alone: bool = False) -> None:
+                        alone: bool = False, hidden: Sequence[int] = (),
+                        hidden_message_id: int | None = None) -> None:
         """Telegram accepted the message. One alert sent `alone` (not in a digest) starts its
-        paper's thread in the chat's topic, unless an earlier message did."""
+        paper's thread in the chat's topic, unless an earlier message did. The rows `hidden`
+        behind its More button are recorded under `hidden_message_id`, in the same
+        transaction."""
         async with self._db.transaction() as conn:
-            await self._set_claimed_in(conn, row_ids, _SENT, (message_id, now))
+            await self._mark_sent_in(conn, row_ids, message_id, now, hidden, hidden_message_id)
             if alone and len(row_ids) == 1:
                 await conn.execute(
                     "INSERT INTO alert_threads (chat_id, topic_id, arxiv_id, message_id, sent_at) "
