@@ -14,6 +14,7 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from operator import itemgetter
 from typing import ClassVar, Generic, TypeVar
 
@@ -38,6 +39,14 @@ STAGED_PAPERS_PG = (f"SELECT j.value FROM {STAGED_TABLE} s, "
                     f"json_array_elements_text(s.alerts::json -> 'papers') AS j(value)")
 
 
+@lru_cache(maxsize=4096)
+def _json_tuple(text: str) -> tuple:
+    """A JSON list as a tuple, decoded once: a chat's rows share a few subscription and query
+    lists (a digest's 45 rows, two or three), and decoding them was a seventh of composing a
+    digest."""
+    return tuple(json.loads(text))
+
+
 def _row(row: sqlite3.Row) -> OutboxRow:
     return OutboxRow(
         id=row["id"],
@@ -46,8 +55,8 @@ def _row(row: sqlite3.Row) -> OutboxRow:
             arxiv_id=row["arxiv_id"],
             version=row["version"],
             kind=AlertKind(row["kind"]),
-            subscription_ids=tuple(json.loads(row["subscription_ids"])),
-            matched_queries=tuple(json.loads(row["matched_queries"])),
+            subscription_ids=_json_tuple(row["subscription_ids"]),
+            matched_queries=_json_tuple(row["matched_queries"]),
             saved_revision=bool(row["saved_revision"]),
             topic_id=row["topic_id"],
         ),

@@ -56,7 +56,11 @@ class RankingRepository:
              stored.trained_at))
 
     async def drop_model(self, chat_id: int) -> None:
-        await self._db.execute("DELETE FROM chat_models WHERE chat_id = ?", (chat_id,))
+        # Looked for first: most chats a digest ranks have none, and a delete is a write
+        # transaction, which each digest of a drain paid for.
+        if await self._db.fetchval("SELECT 1 FROM chat_models WHERE chat_id = ?",
+                                   (chat_id,)) is not None:
+            await self._db.execute("DELETE FROM chat_models WHERE chat_id = ?", (chat_id,))
 
     async def labels(self, chat_id: int) -> LabelIds:
         saved = await self._db.fetchall(
