@@ -56,7 +56,6 @@ def has_latex(text: str | None) -> bool:
     return bool(text) and not _LATEX_MARKERS.isdisjoint(text)
 
 
-@lru_cache(maxsize=4096)  # one paper is rendered for many chats, and again on each press
 def latex_to_unicode(text: str, *, as_latex: bool = False) -> str:
     """Render basic LaTeX as Unicode with collapsed whitespace; never raises, never eats text.
 
@@ -65,9 +64,25 @@ def latex_to_unicode(text: str, *, as_latex: bool = False) -> str:
     `as_latex` converts TeX typography (`--`, `~`) even in a text without `\\` or `$`: for an
     excerpt of a text that has them, so the excerpt reads as the whole text does.
     """
+    if not as_latex and _LATEX_MARKERS.isdisjoint(text):
+        # Nothing to convert: cleaned here, not kept. Only texts with LaTeX take room in the
+        # cache, where a day's thousands of author names and plain titles pushed out the
+        # abstracts that a drain renders for chat after chat.
+        return _cleaned(text)
+    return _converted(text, as_latex=as_latex)
+
+
+def _cleaned(text: str) -> str:
     try:
-        raw = clean_text(text)
+        return clean_text(text)
     except Exception:
+        return ""
+
+
+@lru_cache(maxsize=4096)  # one paper is rendered for many chats, and again on each press
+def _converted(text: str, *, as_latex: bool = False) -> str:
+    raw = _cleaned(text)
+    if not raw:
         return ""
     if not as_latex and not _LATEX_MARKERS.intersection(raw):
         return raw
