@@ -1580,7 +1580,9 @@ class FakeTelegram:
     def _handle(
         self, path: str, query: str, content_type: str, body: bytes
     ) -> tuple[int, dict[str, Any]]:
-        method = path.rstrip("/").rsplit("/", 1)[-1]
+        requested = path.rstrip("/").rsplit("/", 1)[-1]
+        # Counted under the method's own name: Bot API method names are case-insensitive.
+        method = self._canonical.get(requested.lower(), requested)
         with self._cond:
             self._active_requests += 1
             self._in_flight[method] = in_flight = self._in_flight.get(method, 0) + 1
