@@ -262,26 +262,27 @@ _CATEGORIES = ["cs.LG", "stat.ML", "cs.AI", "cs.CL", "hep-th", "math.AG", "astro
 _SEPARATORS = [" ", " ", " ", "-", ": ", ", ", " $\\", " &amp; "]
 
 
-@st.composite
-def _texts(draw: st.DrawFn, max_words: int) -> str:
-    chosen = draw(st.lists(st.sampled_from(_WORDS), max_size=max_words))
-    parts = []
-    for word in chosen:
-        parts.append(draw(st.sampled_from(_SEPARATORS)))
-        parts.append(word.upper() if draw(st.integers(0, 5)) == 0 else word)
-    return "".join(parts)
+# A text's pieces: a separator and a word, one in six in capitals. Drawn as one choice each,
+# from strategies built once: a composite drawing separator, word and case apart, and building
+# its strategies on every draw, spent most of the differential test's CPU making examples.
+_TEXT_PIECES = st.sampled_from([separator + spelling for separator in _SEPARATORS
+                                for word in _WORDS for spelling in [word] * 5 + [word.upper()]])
 
 
-@st.composite
-def _papers(draw: st.DrawFn) -> Paper:
-    return Paper(
-        arxiv_id=f"2611.{draw(st.integers(10000, 99999))}",
-        version=1,
-        title=draw(_texts(6)),
-        authors=tuple(draw(st.lists(st.sampled_from(_NAMES), max_size=3))),
-        abstract=draw(_texts(14)),
-        categories=tuple(draw(st.lists(st.sampled_from(_CATEGORIES), min_size=1, max_size=3,
-                                       unique=True))),
+def _texts(max_words: int) -> st.SearchStrategy[str]:
+    return st.lists(_TEXT_PIECES, max_size=max_words).map("".join)
+
+
+def _papers() -> st.SearchStrategy[Paper]:
+    return st.builds(
+        Paper,
+        arxiv_id=st.integers(10000, 99999).map(lambda number: f"2611.{number}"),
+        version=st.just(1),
+        title=_texts(6),
+        authors=st.lists(st.sampled_from(_NAMES), max_size=3).map(tuple),
+        abstract=_texts(14),
+        categories=st.lists(st.sampled_from(_CATEGORIES), min_size=1, max_size=3,
+                            unique=True).map(tuple),
     )
 
 
@@ -292,17 +293,16 @@ _QUERY_CATEGORIES = ["cs.LG", "cat:stat.ML", "cat:cs", "hep-th", "cat:astro-ph",
                      "q-bio.NC"]
 
 
-@st.composite
-def _text_term(draw: st.DrawFn) -> str:
-    field = draw(st.sampled_from(["", "", "ti:", "abs:"]))
-    chosen = draw(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3))
-    if draw(st.integers(0, 3)) == 0:
+def _text_term(field: str, chosen: list[str], prefix: int) -> str:
+    if prefix == 0:
         return f"{field}{'-'.join(chosen)[:-2]}*"  # a prefix, at least 3 letters
     return f'{field}"{" ".join(chosen)}"' if len(chosen) > 1 else f"{field}{chosen[0]}"
 
 
 _TERMS = st.one_of(st.sampled_from(_QUERY_AUTHORS), st.sampled_from(_QUERY_CATEGORIES),
-                   _text_term())
+                   st.builds(_text_term, st.sampled_from(["", "", "ti:", "abs:"]),
+                             st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3),
+                             st.integers(0, 3)))
 
 
 def _combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
