@@ -14,12 +14,10 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pytest
-from scipy import sparse
-from sklearn.metrics import roc_auc_score
 
 from bot.arxiv.feeds import parse_api
 from bot.core.models import Feedback, Paper
@@ -39,6 +37,12 @@ from bot.ranking.service import CORPUS_RELOAD, Ranker
 from bot.storage import Storage, open_storage
 from bot.storage.interfaces import StoredVocabulary
 from tests.conftest import make_paper
+
+if TYPE_CHECKING:
+    # scipy and scikit-learn are imported by the tests that use them, as the bot imports them
+    # where first needed: at the module's top every worker paid ~1.5 CPU-s for them while
+    # collecting, whether or not it ran a test that ranks.
+    from scipy import sparse
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CHAT = 42
@@ -117,6 +121,8 @@ def test_the_model_ranks_the_chats_field_first_on_real_records(papers: list[Pape
     scores = score(matrix, weights, intercepts)[:, 0]
     rest = [i for i, p in enumerate(papers) if p.arxiv_id not in library]
     truth = [papers[i].categories[0] == field for i in rest]
+    from sklearn.metrics import roc_auc_score
+
     assert roc_auc_score(truth, scores[rest]) > 0.7
 
 
