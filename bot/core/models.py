@@ -315,6 +315,72 @@ class Alert:
 
 
 @dataclass(frozen=True, slots=True)
+class PlainAlerts:
+    """Plain alerts (new papers, due at once) as columns grouped by chat: what a poll stages.
+
+    Half a million alerts after a big poll: an `Alert` object each cost more than matching
+    them (docs/performance.md, "The store"), and staging only needs each chat's columns.
+    Chat `chats[i]` (ascending) has the alerts `bounds[i]:bounds[i + 1]` of the per-alert
+    columns, in the order they are queued, and the (subscription ids, matched queries) pairs
+    `pair_bounds[i]:pair_bounds[i + 1]` of `pairs`, each once, in the order its alerts first
+    name them; an alert's `picks` entry is its pair's index among its chat's pairs.
+    """
+
+    chats: list[int]
+    bounds: list[int]
+    arxiv_ids: list[str]
+    versions: list[int]
+    topics: list[int]
+    picks: list[int]
+    pair_bounds: list[int]
+    pairs: list[tuple[tuple[int, ...], tuple[str, ...]]]
+
+    @classmethod
+    def from_alerts(cls, alerts: Iterable[Alert]) -> PlainAlerts:
+        """Plain alerts given one object each, grouped by chat (each chat's in their order)."""
+        by_chat: dict[int, list[Alert]] = {}
+        for alert in alerts:
+            found = by_chat.get(alert.chat_id)
+            if found is None:
+                by_chat[alert.chat_id] = [alert]
+            else:
+                found.append(alert)
+        plain = cls([], [0], [], [], [], [], [0], [])
+        for chat_id in sorted(by_chat):
+            # A chat's few subscriptions match many papers: each pair is kept once.
+            chat_pairs: dict[tuple[tuple[int, ...], tuple[str, ...]], int] = {}
+            for a in by_chat[chat_id]:
+                pair = (a.subscription_ids, a.matched_queries)
+                pick = chat_pairs.get(pair)
+                if pick is None:
+                    pick = chat_pairs[pair] = len(chat_pairs)
+                    plain.pairs.append(pair)
+                plain.arxiv_ids.append(a.arxiv_id)
+                plain.versions.append(a.version)
+                plain.topics.append(a.topic_id)
+                plain.picks.append(pick)
+            plain.chats.append(chat_id)
+            plain.bounds.append(len(plain.arxiv_ids))
+            plain.pair_bounds.append(len(plain.pairs))
+        return plain
+
+    def __len__(self) -> int:
+        return len(self.arxiv_ids)
+
+    def alerts(self) -> list[Alert]:
+        """One `Alert` each, chat by chat."""
+        found = []
+        bounds, pair_bounds, pairs = self.bounds, self.pair_bounds, self.pairs
+        for i, chat_id in enumerate(self.chats):
+            first_pair = pair_bounds[i]
+            for j in range(bounds[i], bounds[i + 1]):
+                subs, queries = pairs[first_pair + self.picks[j]]
+                found.append(Alert(chat_id, self.arxiv_ids[j], self.versions[j], AlertKind.NEW,
+                                   subs, queries, topic_id=self.topics[j]))
+        return found
+
+
+@dataclass(frozen=True, slots=True)
 class OutboxRow:
     """A stored alert with its delivery state."""
 

@@ -7,12 +7,12 @@ chat's `Match` objects are built only when someone asks for that chat.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 
 import numpy as np
 
-from bot.core.models import Match, Paper
+from bot.core.models import GENERAL, Match, Paper, PlainAlerts
 
 
 class Alerts(Mapping[int, list[Match]]):
@@ -81,3 +81,136 @@ class Alerts(Mapping[int, list[Match]]):
 
     def __repr__(self) -> str:
         return f"Alerts({dict(self.items())!r})"
+
+    def plain_units(self, topics: Mapping[int, int]) -> PlainUnits:
+        """These matches as plain alerts (new papers): one per chat, paper and forum topic
+        (`topics`: the subscriptions bound to a topic), sorted by chat id, then paper, then
+        each topic in the order of its lowest subscription id; see `PlainUnits`."""
+        if not len(self._chats):
+            return PlainUnits(self._papers, *(np.zeros(0, dtype=np.int64),) * 4, [])
+        order = np.argsort(self._chats, kind="stable")
+        chat_ids = self._chats[order]
+        starts, ends = self._chat_starts[order], self._chat_ends[order]
+        alerts = _ranges(starts, ends - starts)
+        sizes = np.diff(self._alert_starts)[alerts]
+        pairs = _ranges(self._alert_starts[alerts], sizes)
+        sub_ids = self._subscription_ids[pairs]
+        pair_alerts = np.repeat(np.arange(len(alerts), dtype=np.int64), sizes)
+        pair_topics = np.full(len(sub_ids), GENERAL, dtype=np.int64)
+        if topics:
+            bound = np.fromiter(topics, dtype=np.int64, count=len(topics))
+            bound_topics = np.fromiter(topics.values(), dtype=np.int64, count=len(topics))
+            sort = np.argsort(bound)
+            bound, bound_topics = bound[sort], bound_topics[sort]
+            at = np.minimum(np.searchsorted(bound, sub_ids), len(bound) - 1)
+            hit = bound[at] == sub_ids
+            pair_topics[hit] = bound_topics[at[hit]]
+        if (pair_topics != GENERAL).any():
+            # An alert's subscriptions bound to different topics are an alert per topic, in
+            # the order of each topic's first (lowest) subscription id.
+            _, topic_codes = np.unique(pair_topics, return_inverse=True)
+            _, first, groups = np.unique(pair_alerts * (int(topic_codes.max()) + 1)
+                                         + topic_codes, return_index=True,
+                                         return_inverse=True)
+            group_first = first[groups.reshape(-1)]
+            regroup = np.lexsort((np.arange(len(sub_ids)), group_first))
+            sub_ids, pair_alerts = sub_ids[regroup], pair_alerts[regroup]
+            pair_topics, group_first = pair_topics[regroup], group_first[regroup]
+            unit_starts = np.flatnonzero(np.concatenate(([True],
+                                                         group_first[1:] != group_first[:-1])))
+        else:
+            unit_starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        unit_alerts = pair_alerts[unit_starts]
+        unit_sizes = np.diff(np.append(unit_starts, len(sub_ids)))
+        # A unit's subscriptions as one key: the id when it is one (most are), else the
+        # index of its tuple among `several`, below zero.
+        keys = sub_ids[unit_starts].copy()
+        several: list[tuple[int, ...]] = []
+        numbered: dict[tuple[int, ...], int] = {}
+        if (unit_sizes > 1).any():
+            ids = sub_ids.tolist()
+            for unit, start, size in zip(np.flatnonzero(unit_sizes > 1).tolist(),
+                                         unit_starts[unit_sizes > 1].tolist(),
+                                         unit_sizes[unit_sizes > 1].tolist(), strict=True):
+                group = tuple(ids[start:start + size])
+                number = numbered.get(group)
+                if number is None:
+                    number = numbered[group] = len(several)
+                    several.append(group)
+                keys[unit] = -1 - number
+        alert_chats = np.repeat(chat_ids, ends - starts)
+        return PlainUnits(self._papers, alert_chats[unit_alerts],
+                          self._alert_papers[alerts][unit_alerts], pair_topics[unit_starts],
+                          keys, several)
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The indexes start:start + size of each range, one after another."""
+    total = int(sizes.sum())
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+    return (offsets + np.arange(total, dtype=np.int64)).astype(np.int64)
+
+
+class PlainUnits:
+    """A batch's matches as plain alerts, in arrays: per alert its chat, paper (an index of
+    `papers`), topic and subscriptions' key (see `Alerts.plain_units`); made into the
+    `PlainAlerts` a part of the papers stages by `plain`."""
+
+    def __init__(self, papers: Sequence[Paper], chats: np.ndarray, paper_indexes: np.ndarray,
+                 topics: np.ndarray, keys: np.ndarray, several: list[tuple[int, ...]]) -> None:
+        self._papers = papers
+        self._chats = chats
+        self._paper_indexes = paper_indexes
+        self._topics = topics
+        self._keys = keys
+        self._several = several
+
+    def __len__(self) -> int:
+        return len(self._chats)
+
+    def per_paper(self) -> list[int]:
+        """How many alerts each paper makes."""
+        return np.bincount(self._paper_indexes, minlength=len(self._papers)).tolist()
+
+    def plain(self, wanted: Collection[int],
+              queries: Callable[[tuple[int, ...]], tuple[str, ...]]) -> PlainAlerts:
+        """The alerts of the papers at these indexes; `queries` gives the matched queries of
+        a tuple of subscription ids."""
+        keep = np.zeros(len(self._papers), dtype=bool)
+        keep[np.fromiter(wanted, dtype=np.int64, count=len(wanted))] = True
+        mask = keep[self._paper_indexes]
+        chats, papers = self._chats[mask], self._paper_indexes[mask]
+        topics, keys = self._topics[mask], self._keys[mask]
+        count = len(chats)
+        if not count:
+            return PlainAlerts([], [0], [], [], [], [], [0], [])
+        chat_starts = np.flatnonzero(np.concatenate(([True], chats[1:] != chats[:-1])))
+        chat_positions = np.cumsum(np.concatenate(([False], chats[1:] != chats[:-1])))
+        # Each chat's distinct keys, in the order its alerts first name them.
+        distinct_keys, key_codes = np.unique(keys, return_inverse=True)
+        key_codes = key_codes.reshape(-1)
+        codes, first, which = np.unique(chat_positions * len(distinct_keys) + key_codes,
+                                        return_index=True, return_inverse=True)
+        by_first = np.argsort(first, kind="stable")
+        group_chats = (codes // len(distinct_keys))[by_first]
+        pair_starts = np.flatnonzero(np.concatenate(([True],
+                                                     group_chats[1:] != group_chats[:-1])))
+        rank = np.empty(len(codes), dtype=np.int64)
+        rank[by_first] = np.arange(len(codes), dtype=np.int64)
+        picks = rank[which.reshape(-1)] - pair_starts[chat_positions[first[which.reshape(-1)]]]
+        several = self._several
+        pair_of: dict[int, tuple[tuple[int, ...], tuple[str, ...]]] = {}
+        pairs = []
+        for key in distinct_keys[codes[by_first] % len(distinct_keys)].tolist():
+            pair = pair_of.get(key)
+            if pair is None:
+                subs = (key,) if key >= 0 else several[-1 - key]
+                pair = pair_of[key] = (subs, queries(subs))
+            pairs.append(pair)
+        all_papers = self._papers
+        paper_list = papers.tolist()
+        return PlainAlerts(
+            chats[chat_starts].tolist(), [*chat_starts.tolist(), count],
+            [all_papers[i].arxiv_id for i in paper_list],
+            [all_papers[i].version for i in paper_list],
+            topics.tolist(), picks.tolist(), [*pair_starts.tolist(), len(codes)], pairs)

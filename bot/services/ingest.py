@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.arxiv.calendar import ArxivCalendar
@@ -38,13 +38,15 @@ from bot.core.models import (
     Freshness,
     Paper,
     PaperChange,
+    PlainAlerts,
     SourceOutcome,
     classify,
     latest_versions,
 )
+from bot.query.alerts import PlainUnits
 from bot.query.matcher import survivors_frozen
 from bot.query.service import SubscriptionService
-from bot.storage import Storage, Transaction
+from bot.storage import StagedAlerts, Storage, Transaction
 
 log = logging.getLogger(__name__)
 
@@ -271,46 +273,51 @@ class Pipeline:
             for start in range(0, len(expected), INGEST_MATCH_PAPERS):
                 part = expected[start:start + INGEST_MATCH_PAPERS]
                 matched = await self._match(part)
-                for batch in _batches(part, matched):
+                for batch in _batches(part, matched.counts):
                     stored, queued = await self._store_batch(batch, matched, report, now)
                     changes += stored
-                    alerts += len(queued)
-                    # Stored: the batch's alerts are the outbox's now, not the poll's to hold.
-                    for change in batch:
-                        matched.pop(change.paper.arxiv_id, None)
+                    alerts += queued
         return changes, alerts
 
-    async def _store_batch(self, batch: Sequence[PaperChange],
-                           matched: Mapping[str, list[Alert]], report: PollReport, now: float
-                           ) -> tuple[list[PaperChange], list[Alert]]:
+    async def _store_batch(self, batch: Sequence[PaperChange], matched: _Matched,
+                           report: PollReport, now: float) -> tuple[list[PaperChange], int]:
         """Store one batch of papers and their alerts in one transaction.
 
         Papers (which are what "seen" means) and their outbox rows commit together or not at
         all, so a crash between batches loses no alert and repeats none: the next poll finds
         the committed papers seen and the others new. The transaction is short (at most
-        INGEST_BATCH_ALERTS rows), so a chat's write waits for one batch, not the whole feed.
+        INGEST_BATCH_ALERTS alerts), so a chat's write waits for one batch, not the whole feed.
         """
-        # The batch's alerts grouped by chat and encoded before the transaction opens: other
-        # writers (a chat's /pause) wait for the transaction, not for this.
-        prepared = await self._store.outbox.prepare_staged(
-            [a for change in batch for a in matched.get(change.paper.arxiv_id, ())], now)
+        # The new papers' alerts grouped by chat and encoded before the transaction opens:
+        # other writers (a chat's /pause) wait for the transaction, not for this.
+        subscriptions = self._subscriptions
+        plain = await subscriptions.in_worker(lambda: matched.plain(batch))
+        prepared = await self._store.outbox.prepare_staged(plain, now)
         async with self._store.transaction() as tx:
             changes = await tx.papers.upsert([c.paper for c in batch], now)
-            alerts = await self._batch_alerts(tx, changes, batch, matched)
+            blocked = await tx.chats.inactive_ids()
+            alerts, staged = await self._batch_alerts(tx, changes, batch, matched, plain,
+                                                      prepared.without(blocked), blocked)
             # Revision alerts wait for their details (comments, journal refs) from the API,
             # looked up at the end of the poll; at most one poll interval, should the look-up
             # never finish.
             await tx.outbox.enqueue(
                 alerts, now, revisions_due_at=now + self._settings.poll_interval_seconds,
-                prepared=prepared)
+                staged=staged)
         report.changes.extend(changes)
-        report.alert_count += len(alerts)
+        queued = len(alerts)
         report.alerted_chats.update(a.chat_id for a in alerts)
+        if staged is not None:
+            queued += staged.alert_count
+            report.alerted_chats.update(staged.chats)
+        report.alert_count += queued
         report.revised_versions.update(dict.fromkeys(
             (a.arxiv_id, a.version) for a in alerts if a.kind == AlertKind.REVISION))
         if report.keep_alerts:
+            if staged is not None:
+                report.alerts.extend(a for a in plain.alerts() if a.chat_id not in blocked)
             report.alerts.extend(alerts)
-        return changes, alerts
+        return changes, queued
 
     def _assess(self, previous: FeedState, content: FeedContent | None, *,
                 fetched: bool) -> FeedState:
@@ -360,23 +367,23 @@ class Pipeline:
             return
         await self._store.papers.record_details(papers)
 
-    async def _match(self, changes: Sequence[PaperChange]) -> dict[str, list[Alert]]:
+    async def _match(self, changes: Sequence[PaperChange]) -> _Matched:
         """Per new or revised paper, the alert of each chat whose subscriptions match it.
 
         Seconds of CPU for a big feed: run in a worker thread (`in_worker`), outside any
         transaction, so that chats' commands are answered, and their writes stored, meanwhile.
         """
-        fresh = [c for c in changes if c.status is not ChangeStatus.SEEN]
-        if not fresh:
-            return {}
         subscriptions = self._subscriptions
-        return await subscriptions.in_worker(lambda: _alerts_by_paper(subscriptions, fresh))
+        return await subscriptions.in_worker(lambda: _Matched.of(subscriptions, changes))
 
     async def _batch_alerts(self, tx: Transaction, changes: Sequence[PaperChange],
-                         expected: Sequence[PaperChange],
-                         matched: Mapping[str, list[Alert]]) -> list[Alert]:
+                            expected: Sequence[PaperChange], matched: _Matched,
+                            plain: PlainAlerts, prepared: StagedAlerts, blocked: set[int]
+                            ) -> tuple[list[Alert], StagedAlerts | None]:
         """A batch's alerts, as its transaction found the papers: subscription matches of new
-        and revised papers, plus revisions of saved papers.
+        and revised papers, plus revisions of saved papers. The new papers' alerts are the
+        `prepared` staging (`plain`, encoded, less the `blocked` chats') as long as the
+        transaction finds those papers new; the rest are objects.
 
         A paper the transaction finds otherwise than it was read before matching (stored
         meanwhile, e.g. by a look-up) is matched again here. Chats that blocked the bot get
@@ -385,21 +392,32 @@ class Pipeline:
         """
         fresh = [c for c in changes if c.status is not ChangeStatus.SEEN]
         if not fresh:
-            return []
+            return [], None
         was = {c.paper.arxiv_id: c.status for c in expected}
+        new_now = {c.paper.arxiv_id for c in fresh if c.status is ChangeStatus.NEW}
+        expected_new = {arxiv_id for arxiv_id, status in was.items()
+                        if status is ChangeStatus.NEW}
+        by_paper: Mapping[str, list[Alert]] = matched.revised
+        staged: StagedAlerts | None = prepared
+        if not expected_new <= new_now:
+            # A paper read as new was stored meanwhile: the prepared staging holds its alerts,
+            # so the batch's new papers go as objects instead (rare: a race with a look-up).
+            staged = None
+            by_paper = {**by_paper, **_by_paper(plain.alerts())}
         changed = [c for c in fresh if was.get(c.paper.arxiv_id) != c.status]
         if changed:
             subscriptions = self._subscriptions
-            matched = {**matched, **await subscriptions.in_worker(
+            by_paper = {**by_paper, **await subscriptions.in_worker(
                 lambda: _alerts_by_paper(subscriptions, changed))}
-        blocked = await tx.chats.inactive_ids()
+        if staged is not None:
+            fresh = [c for c in fresh if c.paper.arxiv_id not in expected_new]
         revised = {c.paper.arxiv_id: c.paper for c in fresh if c.status is ChangeStatus.REVISED}
         savers = await tx.saved.chats_saving(revised) if revised else {}
         saved_topics = await tx.outbox.first_topics(savers) if savers else {}
         alerts: list[Alert] = []
         for change in fresh:
             arxiv_id = change.paper.arxiv_id
-            by_place = {(a.chat_id, a.topic_id): a for a in matched.get(arxiv_id, ())
+            by_place = {(a.chat_id, a.topic_id): a for a in by_paper.get(arxiv_id, ())
                         if a.chat_id not in blocked}
             for chat_id in savers.get(arxiv_id, ()):
                 if chat_id in blocked:
@@ -414,43 +432,94 @@ class Pipeline:
                     saved_revision=True, topic_id=topic_id,
                 )
             alerts.extend(by_place.values())
-        return alerts
+        return alerts, staged
+
+
+class _Matched:
+    """A part of a feed matched: its new papers' alerts in arrays (`PlainUnits`), made into
+    `PlainAlerts` batch by batch, and its revised papers' alerts as objects."""
+
+    def __init__(self, subscriptions: SubscriptionService, new: Sequence[Paper],
+                 units: PlainUnits | None, revised: dict[str, list[Alert]]) -> None:
+        self._queries = _query_texts(subscriptions)
+        self._new = {paper.arxiv_id: index for index, paper in enumerate(new)}
+        self._units = units
+        self.revised = revised
+        # How many alerts each paper makes, to cut the part into batches.
+        self.counts = {arxiv_id: len(found) for arxiv_id, found in revised.items()}
+        if units is not None:
+            self.counts.update(zip(self._new, units.per_paper(), strict=True))
+
+    @classmethod
+    def of(cls, subscriptions: SubscriptionService, changes: Sequence[PaperChange]
+           ) -> _Matched:
+        """Match the new and revised papers among `changes` (in a worker thread)."""
+        new = [c.paper for c in changes if c.status is ChangeStatus.NEW]
+        units = (subscriptions.matcher.match(new).plain_units(subscriptions.topics)
+                 if new else None)
+        revised = [c for c in changes if c.status is ChangeStatus.REVISED]
+        return cls(subscriptions, new, units,
+                   _alerts_by_paper(subscriptions, revised) if revised else {})
+
+    def plain(self, batch: Sequence[PaperChange]) -> PlainAlerts:
+        """The alerts of the batch's new papers, grouped by chat (in a worker thread)."""
+        wanted = [self._new[c.paper.arxiv_id] for c in batch if c.paper.arxiv_id in self._new]
+        if self._units is None or not wanted:
+            return PlainAlerts.from_alerts(())
+        return self._units.plain(wanted, self._queries)
+
+
+def _query_texts(subscriptions: SubscriptionService
+                 ) -> Callable[[tuple[int, ...]], tuple[str, ...]]:
+    """The queries of some subscriptions as their chat typed them (those still live). The same
+    subscriptions match many papers: each tuple is looked up once."""
+    texts: dict[tuple[int, ...], tuple[str, ...]] = {}
+
+    def queries(sub_ids: tuple[int, ...]) -> tuple[str, ...]:
+        found = texts.get(sub_ids)
+        if found is None:
+            found = texts[sub_ids] = tuple(
+                q for q in map(subscriptions.query_text, sub_ids) if q is not None)
+        return found
+
+    return queries
 
 
 def _alerts_by_paper(subscriptions: SubscriptionService,
                      fresh: Sequence[PaperChange]) -> dict[str, list[Alert]]:
     """Match new and revised papers (in a worker thread): per paper, one alert per chat and
-    forum topic."""
+    forum topic, as objects."""
     kinds = {c.paper.arxiv_id: AlertKind.REVISION if c.status is ChangeStatus.REVISED
              else AlertKind.NEW for c in fresh}
     by_paper: dict[str, list[Alert]] = {arxiv_id: [] for arxiv_id in kinds}
     topics = subscriptions.topics  # only subscriptions bound to a forum topic
-    # The same subscriptions match many papers: their texts are looked up once per match.
-    texts: dict[tuple[int, ...], tuple[str, ...]] = {}
+    queries = _query_texts(subscriptions)
     for chat_id, chat_matches in subscriptions.matcher.match([c.paper for c in fresh]).items():
         for match in chat_matches:
             paper = match.paper
             for topic_id, sub_ids in _by_topic(match.subscription_ids, topics):
-                queries = texts.get(sub_ids)
-                if queries is None:
-                    queries = texts[sub_ids] = tuple(
-                        q for q in (subscriptions.query_text(s) for s in sub_ids)
-                        if q is not None)
                 by_paper[paper.arxiv_id].append(Alert(
                     chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
-                    sub_ids, queries, topic_id=topic_id,
+                    sub_ids, queries(sub_ids), topic_id=topic_id,
                 ))
     return by_paper
 
 
-def _batches(changes: Sequence[PaperChange], matched: Mapping[str, list[Alert]]
+def _by_paper(alerts: Iterable[Alert]) -> dict[str, list[Alert]]:
+    found: dict[str, list[Alert]] = {}
+    for alert in alerts:
+        found.setdefault(alert.arxiv_id, []).append(alert)
+    return found
+
+
+def _batches(changes: Sequence[PaperChange], counts: Mapping[str, int]
              ) -> Iterator[list[PaperChange]]:
     """Papers in order, cut so that a batch holds at most INGEST_BATCH_PAPERS papers and, but
     for a single paper that alerts more chats, at most INGEST_BATCH_ALERTS alerts."""
     batch: list[PaperChange] = []
     rows = 0
     for change in changes:
-        alerts = len(matched.get(change.paper.arxiv_id, ()))
+        alerts = counts.get(change.paper.arxiv_id, 0)
         if batch and (len(batch) >= INGEST_BATCH_PAPERS
                       or rows + alerts > INGEST_BATCH_ALERTS):
             yield batch

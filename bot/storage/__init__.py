@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.storage.interfaces import Compaction, Storage, Transaction
+from bot.storage.interfaces import Compaction, StagedAlerts, Storage, Transaction
 
 SQLITE_PREFIX = "sqlite:///"
 POSTGRES_PREFIXES = ("postgresql://", "postgres://")
@@ -39,4 +39,4 @@ async def open_storage(database: Path | str, *, create: bool = True, migrate: bo
                                     busy_timeout=busy_timeout)
 
 
-__all__ = ["Compaction", "Storage", "Transaction", "is_postgres", "open_storage"]
+__all__ = ["Compaction", "StagedAlerts", "Storage", "Transaction", "is_postgres", "open_storage"]

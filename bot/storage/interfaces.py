@@ -37,6 +37,7 @@ from bot.core.models import (
     OutboxRow,
     Paper,
     PaperChange,
+    PlainAlerts,
     Source,
     Subscription,
     ZoteroItem,
@@ -117,14 +118,27 @@ class TopicFallback:
 
 @dataclass(frozen=True, slots=True)
 class StagedAlerts:
-    """A poll's plain alerts grouped by chat and encoded for staging
-    (`OutboxRepository.prepare_staged`) before the transaction that stores them opens, so that
+    """A poll's plain alerts encoded for staging, one row a chat
+    (`OutboxRepository.prepare_staged`), before the transaction that stores them opens, so that
     the transaction, which other writers wait for, spends none of its time encoding them."""
 
     now: float
     rows: tuple[tuple, ...]  # the engine's staged rows, one a chat (opaque to callers)
-    alerts: tuple[Alert, ...]  # what was encoded: kept alive, so their ids identify them
-    ids: frozenset[int]  # their ids, made with the rows
+    chats: tuple[int, ...]  # each row's chat
+    counts: tuple[int, ...]  # each row's number of alerts
+
+    @property
+    def alert_count(self) -> int:
+        return sum(self.counts)
+
+    def without(self, chat_ids: set[int]) -> StagedAlerts:
+        """The rows of the other chats (those that blocked the bot get nothing)."""
+        if chat_ids.isdisjoint(self.chats):
+            return self
+        kept = [i for i, chat_id in enumerate(self.chats) if chat_id not in chat_ids]
+        return StagedAlerts(self.now, tuple(self.rows[i] for i in kept),
+                            tuple(self.chats[i] for i in kept),
+                            tuple(self.counts[i] for i in kept))
 
 
 class PapersInTransaction(Protocol):
@@ -143,12 +157,11 @@ class OutboxInTransaction(Protocol):
 
     async def enqueue(self, alerts: Sequence[Alert], now: float, *,
                       revisions_due_at: float | None = None,
-                      prepared: StagedAlerts | None = None) -> int:
+                      staged: StagedAlerts | None = None) -> int:
         """Queue alerts, durably with the rest of the transaction; a chat gets a version once
-        per topic. `prepared` (from `OutboxRepository.prepare_staged`, made with the same `now`)
-        saves encoding the plain alerts again when they are the prepared ones (those of chats
-        left out, e.g. chats that blocked the bot meanwhile, are dropped); otherwise they are
-        encoded here.
+        per topic. `staged`: plain alerts already grouped and encoded by
+        `OutboxRepository.prepare_staged` (with the same `now`), stored as they are, besides
+        `alerts`.
 
         Plain alerts (new papers, due now) are staged: one row per chat holding all of that
         chat's alerts of this transaction, which `OutboxRepository` unpacks into one row per
@@ -499,9 +512,9 @@ class OutboxRepository(DeliveryQueue[OutboxRow], Protocol):
     async def release_revisions(self, arxiv_ids: Iterable[str], now: float) -> int:
         """Make the waiting revision alerts of these papers due now (their details are in)."""
 
-    async def prepare_staged(self, alerts: Sequence[Alert], now: float) -> StagedAlerts:
-        """Group and encode the plain alerts among these for staging, off the event loop and
-        outside any transaction; pass the result to `OutboxInTransaction.enqueue`."""
+    async def prepare_staged(self, alerts: PlainAlerts, now: float) -> StagedAlerts:
+        """Encode plain alerts for staging, off the event loop and outside any transaction;
+        pass the result to `OutboxInTransaction.enqueue`."""
 
     async def enqueue(self, alerts: Sequence[Alert], now: float) -> int:
         """Store alerts in their own transaction, each as its own outbox row (none staged):

@@ -21,7 +21,7 @@ from typing import ClassVar, Generic, TypeVar
 import aiosqlite
 
 from bot.core.constants import DAY
-from bot.core.models import Alert, AlertKind, OutboxRow, OutboxStatus
+from bot.core.models import Alert, AlertKind, OutboxRow, OutboxStatus, PlainAlerts
 from bot.storage.interfaces import StagedAlerts
 from bot.storage.sqlite.db import Database, in_chunks
 
@@ -101,62 +101,32 @@ def _is_plain(alert: Alert) -> bool:
     return alert.kind == AlertKind.NEW and not alert.saved_revision
 
 
-def _staged_rows(alerts: Sequence[Alert], now: float) -> list[tuple]:
+def _staged_rows(plain: PlainAlerts, now: float) -> list[tuple]:
     """One row per chat: (chat_id, created_at, alert_count, alerts as JSON, chat_id).
 
     The JSON holds columns, not an object per alert: the papers (a list `prune` and For you
     read in SQL), their versions and topics, and for each alert the index of its
     (subscription ids, matched queries) pair in `matches`, which a chat's alerts share a lot
-    (a chat's few subscriptions match many papers)."""
-    by_chat: dict[int, list[Alert]] = {}
-    for alert in alerts:
-        found = by_chat.get(alert.chat_id)
-        if found is None:
-            by_chat[alert.chat_id] = [alert]
-        else:
-            found.append(alert)
+    (a chat's few subscriptions match many papers): `PlainAlerts`' own columns, sliced."""
     rows = []
     dumps = json.dumps
-    for chat_id in sorted(by_chat):
-        chat_alerts = by_chat[chat_id]
-        # A chat's few subscriptions match many papers: each pair is written once.
-        pairs: dict[tuple, int] = {}
-        matches = []
-        papers, versions, topics, picks = [], [], [], []
-        for a in chat_alerts:
-            subs, queries = a.subscription_ids, a.matched_queries
-            key = (subs, queries)
-            index = pairs.get(key)
-            if index is None:
-                index = pairs[key] = len(matches)
-                matches.append((subs, queries))
-            papers.append(a.arxiv_id)
-            versions.append(a.version)
-            topics.append(a.topic_id)
-            picks.append(index)
+    bounds, pair_bounds = plain.bounds, plain.pair_bounds
+    papers, versions, topics, picks, pairs = (plain.arxiv_ids, plain.versions, plain.topics,
+                                              plain.picks, plain.pairs)
+    for i, chat_id in enumerate(plain.chats):
+        start, end = bounds[i], bounds[i + 1]
         # json's default separators: its one shared encoder, not a new one per chat.
-        text = dumps({"papers": papers, "versions": versions, "topics": topics,
-                      "match": picks, "matches": matches})
-        rows.append((chat_id, now, len(chat_alerts), text, chat_id))
+        text = dumps({"papers": papers[start:end], "versions": versions[start:end],
+                      "topics": topics[start:end], "match": picks[start:end],
+                      "matches": pairs[pair_bounds[i]:pair_bounds[i + 1]]})
+        rows.append((chat_id, now, end - start, text, chat_id))
     return rows
 
 
-def _prepared_rows(prepared: StagedAlerts | None, alerts: Sequence[Alert], now: float
-                   ) -> list[tuple] | None:
-    """The prepared rows of exactly these alerts (each chat's all or none of them), or None
-    when they are not what was prepared: then they are encoded anew."""
-    if prepared is None or prepared.now != now:
-        return None
-    encoded = prepared.ids
-    per_chat: dict[int, int] = {}
-    for a in alerts:
-        if id(a) not in encoded:
-            return None
-        per_chat[a.chat_id] = per_chat.get(a.chat_id, 0) + 1
-    rows = [row for row in prepared.rows if row[0] in per_chat]
-    if len(rows) != len(per_chat) or any(per_chat[row[0]] != row[2] for row in rows):
-        return None
-    return rows
+def _prepared(plain: PlainAlerts, now: float) -> StagedAlerts:
+    rows = _staged_rows(plain, now)
+    return StagedAlerts(now, tuple(rows), tuple(plain.chats),
+                        tuple(row[2] for row in rows))
 
 
 def _unstaged(chat_id: int, text: str) -> list[Alert]:
@@ -383,28 +353,31 @@ class OutboxInTransaction:
 
     async def enqueue(self, alerts: Sequence[Alert], now: float, *,
                       revisions_due_at: float | None = None,
-                      prepared: StagedAlerts | None = None) -> int:
+                      staged: StagedAlerts | None = None) -> int:
         """Store alerts inside the transaction: a poll's plain alerts (new papers, due now)
-        staged, one row per chat (`_staged_rows`, or the rows `prepared` holds for them);
-        revisions straight into `outbox`, where a version already queued for the same chat and
-        topic is skipped. A staged alert for a version the chat already has is dropped when its
-        chat's alerts are unpacked.
+        staged, one row per chat (`_staged_rows`), and `staged`'s rows, encoded beforehand,
+        as they are; revisions straight into `outbox`, where a version already queued for the
+        same chat and topic is skipped. A staged alert for a version the chat already has is
+        dropped when its chat's alerts are unpacked.
 
         Returns how many were stored (staged ones all count). Alerts for chats the bot has
         never seen are dropped, so the caller passes only known chats. Revisions are due at
         `revisions_due_at` when given: they wait for their details (`release_revisions`).
         """
+        stored = 0
+        if staged is not None and staged.rows:
+            if staged.now != now:
+                raise ValueError(f"alerts staged at {staged.now} stored at {now}")
+            stored += await self._stage(staged.rows, staged.alert_count)
         plain = [a for a in alerts if _is_plain(a)]
-        staged = 0
         if plain:
-            rows = _prepared_rows(prepared, plain, now)
-            if rows is None:
-                rows = await asyncio.to_thread(_staged_rows, plain, now)
-            staged = await self._stage(rows, len(plain))
+            rows = await asyncio.to_thread(
+                lambda: _staged_rows(PlainAlerts.from_alerts(plain), now))
+            stored += await self._stage(rows, len(plain))
         if len(plain) == len(alerts):
-            return staged
-        return staged + await self._insert([a for a in alerts if not _is_plain(a)], now,
-                                          revisions_due_at=revisions_due_at)
+            return stored
+        return stored + await self._insert([a for a in alerts if not _is_plain(a)], now,
+                                           revisions_due_at=revisions_due_at)
 
     async def _stage(self, rows: Sequence[tuple], alerts: int) -> int:
         """Insert staged rows (`_staged_rows`) holding `alerts` alerts; how many were stored
@@ -477,13 +450,10 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
                 released += cursor.rowcount
         return released
 
-    async def prepare_staged(self, alerts: Sequence[Alert], now: float) -> StagedAlerts:
-        """Group and encode the plain alerts among these for staging, in a worker thread and
-        outside any transaction: see `OutboxInTransaction.enqueue`'s `prepared`."""
-        plain = tuple(a for a in alerts if _is_plain(a))
-        rows, ids = await asyncio.to_thread(
-            lambda: (_staged_rows(plain, now), frozenset(map(id, plain))))
-        return StagedAlerts(now, tuple(rows), plain, ids)
+    async def prepare_staged(self, alerts: PlainAlerts, now: float) -> StagedAlerts:
+        """Encode plain alerts for staging, in a worker thread and outside any transaction:
+        see `OutboxInTransaction.enqueue`'s `staged`."""
+        return await asyncio.to_thread(_prepared, alerts, now)
 
     async def enqueue(self, alerts: Sequence[Alert], now: float) -> int:
         """Store alerts in their own transaction as `outbox` rows, none staged (a few at a
