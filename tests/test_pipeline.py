@@ -222,6 +222,34 @@ async def test_a_big_feed_is_matched_part_by_part_so_its_alerts_are_never_all_in
     assert len(await rig.queued(1000)) == 40, "nothing lost between the parts"
 
 
+async def test_papers_stored_between_the_read_and_the_store_are_alerted_as_the_store_finds_them(
+        rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poll reads which papers are new, then matches them with no transaction open, so a
+    paper may be stored meanwhile (a look-up, another poll). The transaction that stores the
+    batch decides: a paper read as new but found known is no news, one found at an older
+    version is a revision, and the batch's really new papers are still alerted."""
+    rig.serve(monday_papers(), MONDAY)
+    await rig.poll()
+    late = 502  # follows after Monday's papers were stored
+    await rig.follow(late, "cs.LG")
+
+    async def nothing_stored_yet(arxiv_ids: object) -> dict[str, Paper]:
+        return {}
+
+    # As if all of Tuesday's papers had been read before Monday's were stored.
+    monkeypatch.setattr(rig.storage.papers, "announced", nothing_stored_yet)
+    rig.serve(tuesday_papers(), TUESDAY)
+    tuesday = await rig.poll()
+
+    assert counts(tuesday) == (2, 2, 1)
+    expected = [("2611.10001", 2, "revision"), ("2611.10004", 3, "revision"),
+                ("2611.10006", 1, "new"), ("2611.10007", 1, "new")]
+    assert sorted((a.arxiv_id, a.version, a.kind) for a in tuesday.alerts
+                  if a.chat_id == late) == expected
+    assert tuesday.alert_count == 2 * 4, "the same for both readers"
+    assert sorted((a.arxiv_id, a.version, a.kind) for a in await rig.queued(late)) == expected
+
+
 # --- two days of announcements ------------------------------------------------------------------
 
 

@@ -1,5 +1,6 @@
 """Matching papers against subscriptions: real arXiv records, and the index against naive truth."""
 
+import dataclasses
 import gc
 import os
 import xml.etree.ElementTree as ET
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.models import Match, Paper
+from bot.core.models import GENERAL, Alert, AlertKind, Match, Paper, PlainAlerts
 from bot.query.matcher import Matcher, anchors, evaluate
 from bot.query.parser import MIN_PREFIX_LENGTH, Node, QueryError, is_anchored, parse
 
@@ -361,6 +362,46 @@ def test_indexed_matching_equals_naive_evaluation(queries: list[str], papers: li
         matcher.remove(sub_id)
     remaining = [s for s in subscriptions if s[0] not in removed]
     assert matcher.match(papers) == _naive(remaining, papers)
+
+
+def _queries_of(sub_ids: tuple[int, ...]) -> tuple[str, ...]:
+    """Matched queries as the service gives them: a subscription removed meanwhile has none."""
+    return tuple(f"query {s}" for s in sub_ids if s % 3)
+
+
+@given(st.lists(_QUERIES, min_size=1, max_size=25), st.lists(_papers(), min_size=1, max_size=8),
+       st.data())
+@settings(max_examples=int(os.environ.get("DIFFERENTIAL_EXAMPLES", "300")), deadline=None)
+def test_a_polls_plain_alerts_from_arrays_equal_naive_alerts_grouped_by_chat(
+        queries: list[str], papers: list[Paper], data: st.DataObject) -> None:
+    # What a poll stages for its new papers, built from the matcher's arrays: for the papers
+    # of a batch, per chat, an alert per paper and forum topic (subscriptions bound to topics
+    # split a paper's alert), with its subscriptions and their queries, as naive evaluation
+    # and one object per alert give them.
+    papers = [dataclasses.replace(paper, version=1 + i % 3) for i, paper in enumerate(papers)]
+    subscriptions = _subscriptions(queries)
+    topics = data.draw(st.dictionaries(st.sampled_from([s for s, _, _ in subscriptions]),
+                                       st.sampled_from([5, 7]))) if subscriptions else {}
+    wanted = sorted(data.draw(st.sets(st.sampled_from(range(len(papers))), min_size=1)))
+    expected = []
+    for index in wanted:
+        paper = papers[index]
+        per_chat: dict[int, list[int]] = {}
+        for sub_id, chat_id, node in subscriptions:
+            if evaluate(node, paper):
+                per_chat.setdefault(chat_id, []).append(sub_id)
+        for chat_id, ids in per_chat.items():
+            by_topic: dict[int, list[int]] = {}
+            for sub_id in sorted(ids):
+                by_topic.setdefault(topics.get(sub_id, GENERAL), []).append(sub_id)
+            expected += [Alert(chat_id, paper.arxiv_id, paper.version, AlertKind.NEW,
+                               tuple(group), _queries_of(tuple(group)), topic_id=topic)
+                         for topic, group in by_topic.items()]
+    units = Matcher.build(subscriptions).match(papers).plain_units(topics)
+    plain = units.plain(wanted, _queries_of)
+    assert plain == PlainAlerts.from_alerts(expected)
+    assert sorted(plain.alerts(), key=repr) == sorted(expected, key=repr)
+    assert sum(units.per_paper()[i] for i in wanted) == len(expected)
 
 
 def test_the_differential_test_sees_real_matches() -> None:
