@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from bot.core.models import Alert, AnnounceType, Paper
+from bot.core.models import Alert, AlertKind, AnnounceType, Paper, PlainAlerts
 from bot.storage import Storage, open_storage
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.migrations import LATEST_VERSION
-from bot.storage.sqlite.outbox import unpack_staged
+from bot.storage.sqlite.outbox import _staged_rows, _unstaged, unpack_staged
 
 NOW = 1_790_000_000.0
 
@@ -258,6 +261,43 @@ async def test_a_polls_alerts_are_one_row_per_chat_yet_each_arrives_once_and_in_
     assert pending[0].alert == Alert(43, papers[0].arxiv_id, 1, "new", (43,), ("cs.LG",))
     assert await store.outbox.pending_for_chat(43) == pending, "unpacked once"
     assert (await store.outbox.counts())["pending"] == 120
+
+
+_STAGED_ALERTS = st.lists(st.builds(
+    Alert, chat_id=st.sampled_from([41, 42]),
+    arxiv_id=st.sampled_from(["2611.11450", "hep-th/9901001", "2611.11451"]),
+    version=st.integers(1, 12), kind=st.just(AlertKind.NEW),
+    subscription_ids=st.lists(st.integers(1, 10**9), min_size=1, max_size=3).map(tuple),
+    # What researchers type: quotes, backslashes, accents, emoji, control characters.
+    matched_queries=st.lists(st.text(max_size=12), max_size=3).map(tuple),
+    topic_id=st.sampled_from([0, 7])), max_size=12)
+
+
+@given(_STAGED_ALERTS)
+def test_a_staged_rows_text_is_jsons_own_and_reads_back_as_the_chats_alerts(
+        alerts: list[Alert]) -> None:
+    plain = PlainAlerts.from_alerts(alerts)
+    rows = _staged_rows(plain, NOW)
+    assert [row[0] for row in rows] == sorted({a.chat_id for a in alerts})
+    for chat_id, created, count, text, _ in rows:
+        chat_alerts = [a for a in alerts if a.chat_id == chat_id]
+        assert (created, count) == (NOW, len(chat_alerts))
+        assert _unstaged(chat_id, text) == chat_alerts
+        assert text == json.dumps(json.loads(text)), "the same text json.dumps gives"
+
+
+async def test_alerts_with_any_query_text_are_staged_and_arrive_as_they_were(
+        store: Storage) -> None:
+    queries = ('ti:"say \\"hi\\""', "au:Wübben 🦆", "a\tb\\c", "\u2028")
+    await store.chats.record(42, "private", "Ada", "en", NOW)
+    await store.papers.upsert_many([paper(), paper("2611.11451")], NOW)
+    alerts = [Alert(42, "2611.11450", 1, "new", (5, 9), queries),
+              Alert(42, "2611.11451", 1, "new", (5,), queries[:1])]
+    prepared = await store.outbox.prepare_staged(PlainAlerts.from_alerts(alerts), NOW)
+    async with store.transaction() as tx:
+        assert await tx.outbox.enqueue([], NOW, staged=prepared) == 2
+
+    assert [r.alert for r in await store.outbox.pending_for_chat(42)] == alerts
 
 
 async def test_a_version_already_sent_and_matched_again_by_a_later_poll_is_not_sent_twice(

@@ -159,6 +159,8 @@ class PlainUnits:
     def __init__(self, papers: Sequence[Paper], chats: np.ndarray, paper_indexes: np.ndarray,
                  topics: np.ndarray, keys: np.ndarray, several: list[tuple[int, ...]]) -> None:
         self._papers = papers
+        self._arxiv_ids = np.array([paper.arxiv_id for paper in papers], dtype=object)
+        self._versions = np.array([paper.version for paper in papers], dtype=object)
         self._chats = chats
         self._paper_indexes = paper_indexes
         self._topics = topics
@@ -173,9 +175,11 @@ class PlainUnits:
         return np.bincount(self._paper_indexes, minlength=len(self._papers)).tolist()
 
     def plain(self, wanted: Collection[int],
-              queries: Callable[[tuple[int, ...]], tuple[str, ...]]) -> PlainAlerts:
-        """The alerts of the papers at these indexes; `queries` gives the matched queries of
-        a tuple of subscription ids."""
+              pair: Callable[[tuple[int, ...]], tuple[tuple[int, ...], tuple[str, ...]]]
+              ) -> PlainAlerts:
+        """The alerts of the papers at these indexes; `pair` gives a tuple of subscription
+        ids with their matched queries (the same object for the same ids saves encoding it
+        again)."""
         keep = np.zeros(len(self._papers), dtype=bool)
         keep[np.fromiter(wanted, dtype=np.int64, count=len(wanted))] = True
         mask = keep[self._paper_indexes]
@@ -191,26 +195,18 @@ class PlainUnits:
         key_codes = key_codes.reshape(-1)
         codes, first, which = np.unique(chat_positions * len(distinct_keys) + key_codes,
                                         return_index=True, return_inverse=True)
+        which = which.reshape(-1)
         by_first = np.argsort(first, kind="stable")
         group_chats = (codes // len(distinct_keys))[by_first]
         pair_starts = np.flatnonzero(np.concatenate(([True],
                                                      group_chats[1:] != group_chats[:-1])))
         rank = np.empty(len(codes), dtype=np.int64)
         rank[by_first] = np.arange(len(codes), dtype=np.int64)
-        picks = rank[which.reshape(-1)] - pair_starts[chat_positions[first[which.reshape(-1)]]]
+        picks = rank[which] - pair_starts[chat_positions[first[which]]]
         several = self._several
-        pair_of: dict[int, tuple[tuple[int, ...], tuple[str, ...]]] = {}
-        pairs = []
-        for key in distinct_keys[codes[by_first] % len(distinct_keys)].tolist():
-            pair = pair_of.get(key)
-            if pair is None:
-                subs = (key,) if key >= 0 else several[-1 - key]
-                pair = pair_of[key] = (subs, queries(subs))
-            pairs.append(pair)
-        all_papers = self._papers
-        paper_list = papers.tolist()
+        pairs = [pair((key,)) if key >= 0 else pair(several[-1 - key])
+                 for key in distinct_keys[codes[by_first] % len(distinct_keys)].tolist()]
         return PlainAlerts(
             chats[chat_starts].tolist(), [*chat_starts.tolist(), count],
-            [all_papers[i].arxiv_id for i in paper_list],
-            [all_papers[i].version for i in paper_list],
+            self._arxiv_ids[papers].tolist(), self._versions[papers].tolist(),
             topics.tolist(), picks.tolist(), [*pair_starts.tolist(), len(codes)], pairs)

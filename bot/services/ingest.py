@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.arxiv.calendar import ArxivCalendar
@@ -269,10 +269,11 @@ class Pipeline:
             # no transaction open, so chats' own writes (/pause, /follow) go on meanwhile.
             expected = classify(unique, await store.papers.announced(
                 p.arxiv_id for p in unique))
+            pairs = _Pairs(self._subscriptions)
             # A part of the feed at a time, so that only its alerts are alive at once.
             for start in range(0, len(expected), INGEST_MATCH_PAPERS):
                 part = expected[start:start + INGEST_MATCH_PAPERS]
-                matched = await self._match(part)
+                matched = await self._match(part, pairs)
                 for batch in _batches(part, matched.counts):
                     stored, queued = await self._store_batch(batch, matched, report, now)
                     changes += stored
@@ -367,14 +368,15 @@ class Pipeline:
             return
         await self._store.papers.record_details(papers)
 
-    async def _match(self, changes: Sequence[PaperChange]) -> _Matched:
+    async def _match(self, changes: Sequence[PaperChange], pairs: _Pairs) -> _Matched:
         """Per new or revised paper, the alert of each chat whose subscriptions match it.
 
         Seconds of CPU for a big feed: run in a worker thread (`in_worker`), outside any
         transaction, so that chats' commands are answered, and their writes stored, meanwhile.
         """
         subscriptions = self._subscriptions
-        return await subscriptions.in_worker(lambda: _Matched.of(subscriptions, changes))
+        return await subscriptions.in_worker(
+            lambda: _Matched.of(subscriptions, pairs, changes))
 
     async def _batch_alerts(self, tx: Transaction, changes: Sequence[PaperChange],
                             expected: Sequence[PaperChange], matched: _Matched,
@@ -408,7 +410,7 @@ class Pipeline:
         if changed:
             subscriptions = self._subscriptions
             by_paper = {**by_paper, **await subscriptions.in_worker(
-                lambda: _alerts_by_paper(subscriptions, changed))}
+                lambda: _alerts_by_paper(subscriptions, matched.pairs, changed))}
         if staged is not None:
             fresh = [c for c in fresh if c.paper.arxiv_id not in expected_new]
         revised = {c.paper.arxiv_id: c.paper for c in fresh if c.status is ChangeStatus.REVISED}
@@ -439,9 +441,9 @@ class _Matched:
     """A part of a feed matched: its new papers' alerts in arrays (`PlainUnits`), made into
     `PlainAlerts` batch by batch, and its revised papers' alerts as objects."""
 
-    def __init__(self, subscriptions: SubscriptionService, new: Sequence[Paper],
-                 units: PlainUnits | None, revised: dict[str, list[Alert]]) -> None:
-        self._queries = _query_texts(subscriptions)
+    def __init__(self, pairs: _Pairs, new: Sequence[Paper], units: PlainUnits | None,
+                 revised: dict[str, list[Alert]]) -> None:
+        self.pairs = pairs
         self._new = {paper.arxiv_id: index for index, paper in enumerate(new)}
         self._units = units
         self.revised = revised
@@ -451,41 +453,42 @@ class _Matched:
             self.counts.update(zip(self._new, units.per_paper(), strict=True))
 
     @classmethod
-    def of(cls, subscriptions: SubscriptionService, changes: Sequence[PaperChange]
-           ) -> _Matched:
+    def of(cls, subscriptions: SubscriptionService, pairs: _Pairs,
+           changes: Sequence[PaperChange]) -> _Matched:
         """Match the new and revised papers among `changes` (in a worker thread)."""
         new = [c.paper for c in changes if c.status is ChangeStatus.NEW]
         units = (subscriptions.matcher.match(new).plain_units(subscriptions.topics)
                  if new else None)
         revised = [c for c in changes if c.status is ChangeStatus.REVISED]
-        return cls(subscriptions, new, units,
-                   _alerts_by_paper(subscriptions, revised) if revised else {})
+        return cls(pairs, new, units,
+                   _alerts_by_paper(subscriptions, pairs, revised) if revised else {})
 
     def plain(self, batch: Sequence[PaperChange]) -> PlainAlerts:
         """The alerts of the batch's new papers, grouped by chat (in a worker thread)."""
         wanted = [self._new[c.paper.arxiv_id] for c in batch if c.paper.arxiv_id in self._new]
         if self._units is None or not wanted:
             return PlainAlerts.from_alerts(())
-        return self._units.plain(wanted, self._queries)
+        return self._units.plain(wanted, self.pairs)
 
 
-def _query_texts(subscriptions: SubscriptionService
-                 ) -> Callable[[tuple[int, ...]], tuple[str, ...]]:
-    """The queries of some subscriptions as their chat typed them (those still live). The same
-    subscriptions match many papers: each tuple is looked up once."""
-    texts: dict[tuple[int, ...], tuple[str, ...]] = {}
+class _Pairs:
+    """Tuples of subscription ids with their queries as their chat typed them (those still
+    live), each made once a poll: the same subscriptions match many papers, and the same
+    pair object is encoded once where it is staged."""
 
-    def queries(sub_ids: tuple[int, ...]) -> tuple[str, ...]:
-        found = texts.get(sub_ids)
-        if found is None:
-            found = texts[sub_ids] = tuple(
-                q for q in map(subscriptions.query_text, sub_ids) if q is not None)
-        return found
+    def __init__(self, subscriptions: SubscriptionService) -> None:
+        self._query_text = subscriptions.query_text
+        self._pairs: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[str, ...]]] = {}
 
-    return queries
+    def __call__(self, sub_ids: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        pair = self._pairs.get(sub_ids)
+        if pair is None:
+            pair = self._pairs[sub_ids] = (sub_ids, tuple(
+                q for q in map(self._query_text, sub_ids) if q is not None))
+        return pair
 
 
-def _alerts_by_paper(subscriptions: SubscriptionService,
+def _alerts_by_paper(subscriptions: SubscriptionService, pairs: _Pairs,
                      fresh: Sequence[PaperChange]) -> dict[str, list[Alert]]:
     """Match new and revised papers (in a worker thread): per paper, one alert per chat and
     forum topic, as objects."""
@@ -493,14 +496,13 @@ def _alerts_by_paper(subscriptions: SubscriptionService,
              else AlertKind.NEW for c in fresh}
     by_paper: dict[str, list[Alert]] = {arxiv_id: [] for arxiv_id in kinds}
     topics = subscriptions.topics  # only subscriptions bound to a forum topic
-    queries = _query_texts(subscriptions)
     for chat_id, chat_matches in subscriptions.matcher.match([c.paper for c in fresh]).items():
         for match in chat_matches:
             paper = match.paper
             for topic_id, sub_ids in _by_topic(match.subscription_ids, topics):
                 by_paper[paper.arxiv_id].append(Alert(
                     chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
-                    sub_ids, queries(sub_ids), topic_id=topic_id,
+                    *pairs(sub_ids), topic_id=topic_id,
                 ))
     return by_paper
 
