@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.core.models import GENERAL, Alert, AlertKind, Match, Paper, PlainAlerts
+from bot.query.alerts import Pairs
 from bot.query.matcher import Matcher, anchors, evaluate
 from bot.query.parser import MIN_PREFIX_LENGTH, Node, QueryError, is_anchored, parse
 
@@ -397,8 +398,9 @@ def test_a_polls_plain_alerts_from_arrays_equal_naive_alerts_grouped_by_chat(
             expected += [Alert(chat_id, paper.arxiv_id, paper.version, AlertKind.NEW,
                                tuple(group), _queries_of(tuple(group)), topic_id=topic)
                          for topic, group in by_topic.items()]
-    units = Matcher.build(subscriptions).match(papers).plain_units(topics)
-    plain = units.plain(wanted, _queries_of)
+    pairs = Pairs(lambda sub_id: _queries_of((sub_id,))[0] if sub_id % 3 else None)
+    units = Matcher.build(subscriptions).match(papers).plain_units(topics, pairs)
+    plain = units.plain(wanted)
     assert plain == PlainAlerts.from_alerts(expected)
     assert sorted(plain.alerts(), key=repr) == sorted(expected, key=repr)
     assert sum(units.per_paper()[i] for i in wanted) == len(expected)

@@ -82,19 +82,18 @@ class Alerts(Mapping[int, list[Match]]):
     def __repr__(self) -> str:
         return f"Alerts({dict(self.items())!r})"
 
-    def plain_units(self, topics: Mapping[int, int]) -> PlainUnits:
+    def plain_units(self, topics: Mapping[int, int], pairs: Pairs) -> PlainUnits:
         """These matches as plain alerts (new papers): one per chat, paper and forum topic
         (`topics`: the subscriptions bound to a topic), sorted by chat id, then paper, then
         each topic in the order of its lowest subscription id; see `PlainUnits`."""
         if not len(self._chats):
-            return PlainUnits(self._papers, *(np.zeros(0, dtype=np.int64),) * 4, [])
+            return PlainUnits(self._papers, *(np.zeros(0, dtype=np.int64),) * 4, pairs)
         order = np.argsort(self._chats, kind="stable")
         chat_ids = self._chats[order]
         starts, ends = self._chat_starts[order], self._chat_ends[order]
         alerts = _ranges(starts, ends - starts)
         sizes = np.diff(self._alert_starts)[alerts]
-        pairs = _ranges(self._alert_starts[alerts], sizes)
-        sub_ids = self._subscription_ids[pairs]
+        sub_ids = self._subscription_ids[_ranges(self._alert_starts[alerts], sizes)]
         pair_alerts = np.repeat(np.arange(len(alerts), dtype=np.int64), sizes)
         pair_topics = np.full(len(sub_ids), GENERAL, dtype=np.int64)
         if topics:
@@ -122,26 +121,18 @@ class Alerts(Mapping[int, list[Match]]):
             unit_starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
         unit_alerts = pair_alerts[unit_starts]
         unit_sizes = np.diff(np.append(unit_starts, len(sub_ids)))
-        # A unit's subscriptions as one key: the id when it is one (most are), else the
-        # index of its tuple among `several`, below zero.
+        # A unit's subscriptions as one key (`Pairs`): the id when it is one (most are).
         keys = sub_ids[unit_starts].copy()
-        several: list[tuple[int, ...]] = []
-        numbered: dict[tuple[int, ...], int] = {}
-        if (unit_sizes > 1).any():
+        several = unit_sizes > 1
+        if several.any():
             ids = sub_ids.tolist()
-            for unit, start, size in zip(np.flatnonzero(unit_sizes > 1).tolist(),
-                                         unit_starts[unit_sizes > 1].tolist(),
-                                         unit_sizes[unit_sizes > 1].tolist(), strict=True):
-                group = tuple(ids[start:start + size])
-                number = numbered.get(group)
-                if number is None:
-                    number = numbered[group] = len(several)
-                    several.append(group)
-                keys[unit] = -1 - number
+            number = pairs.number
+            keys[several] = [number(tuple(ids[start:start + size])) for start, size in zip(
+                unit_starts[several].tolist(), unit_sizes[several].tolist(), strict=True)]
         alert_chats = np.repeat(chat_ids, ends - starts)
         return PlainUnits(self._papers, alert_chats[unit_alerts],
                           self._alert_papers[alerts][unit_alerts], pair_topics[unit_starts],
-                          keys, several)
+                          keys, pairs)
 
 
 def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -151,13 +142,48 @@ def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return (offsets + np.arange(total, dtype=np.int64)).astype(np.int64)
 
 
+class Pairs(dict[int, tuple[tuple[int, ...], tuple[str, ...]]]):
+    """Tuples of subscription ids with their matched queries (`query_text` of each, those
+    it knows), by key: a subscription's id for itself alone, a number below zero
+    (`number`) for several. Each pair is made once and is then the same object wherever it
+    is named: the same subscriptions match many papers, and their pair is encoded once
+    where it is staged. Kept for a poll."""
+
+    def __init__(self, query_text: Callable[[int], str | None]) -> None:
+        super().__init__()
+        self._query_text = query_text
+        self._numbers: dict[tuple[int, ...], int] = {}
+
+    def __missing__(self, sub_id: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        if sub_id < 0:
+            raise KeyError(sub_id)
+        pair = self[sub_id] = self._made((sub_id,))
+        return pair
+
+    def _made(self, sub_ids: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        texts = map(self._query_text, sub_ids)
+        return sub_ids, tuple(text for text in texts if text is not None)
+
+    def number(self, sub_ids: tuple[int, ...]) -> int:
+        """The key of several subscriptions' pair."""
+        found = self._numbers.get(sub_ids)
+        if found is None:
+            found = self._numbers[sub_ids] = -1 - len(self._numbers)
+            self[found] = self._made(sub_ids)
+        return found
+
+    def of(self, sub_ids: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """The pair of these subscriptions."""
+        return self[sub_ids[0] if len(sub_ids) == 1 else self.number(sub_ids)]
+
+
 class PlainUnits:
     """A batch's matches as plain alerts, in arrays: per alert its chat, paper (an index of
     `papers`), topic and subscriptions' key (see `Alerts.plain_units`); made into the
     `PlainAlerts` a part of the papers stages by `plain`."""
 
     def __init__(self, papers: Sequence[Paper], chats: np.ndarray, paper_indexes: np.ndarray,
-                 topics: np.ndarray, keys: np.ndarray, several: list[tuple[int, ...]]) -> None:
+                 topics: np.ndarray, keys: np.ndarray, pairs: Pairs) -> None:
         self._papers = papers
         self._arxiv_ids = np.array([paper.arxiv_id for paper in papers], dtype=object)
         self._versions = np.array([paper.version for paper in papers], dtype=object)
@@ -165,7 +191,7 @@ class PlainUnits:
         self._paper_indexes = paper_indexes
         self._topics = topics
         self._keys = keys
-        self._several = several
+        self._pairs = pairs
 
     def __len__(self) -> int:
         return len(self._chats)
@@ -174,12 +200,8 @@ class PlainUnits:
         """How many alerts each paper makes."""
         return np.bincount(self._paper_indexes, minlength=len(self._papers)).tolist()
 
-    def plain(self, wanted: Collection[int],
-              pair: Callable[[tuple[int, ...]], tuple[tuple[int, ...], tuple[str, ...]]]
-              ) -> PlainAlerts:
-        """The alerts of the papers at these indexes; `pair` gives a tuple of subscription
-        ids with their matched queries (the same object for the same ids saves encoding it
-        again)."""
+    def plain(self, wanted: Collection[int]) -> PlainAlerts:
+        """The alerts of the papers at these indexes."""
         keep = np.zeros(len(self._papers), dtype=bool)
         keep[np.fromiter(wanted, dtype=np.int64, count=len(wanted))] = True
         mask = keep[self._paper_indexes]
@@ -203,9 +225,8 @@ class PlainUnits:
         rank = np.empty(len(codes), dtype=np.int64)
         rank[by_first] = np.arange(len(codes), dtype=np.int64)
         picks = rank[which] - pair_starts[chat_positions[first[which]]]
-        several = self._several
-        pairs = [pair((key,)) if key >= 0 else pair(several[-1 - key])
-                 for key in distinct_keys[codes[by_first] % len(distinct_keys)].tolist()]
+        pairs = list(map(self._pairs.__getitem__,
+                         distinct_keys[codes[by_first] % len(distinct_keys)].tolist()))
         return PlainAlerts(
             chats[chat_starts].tolist(), [*chat_starts.tolist(), count],
             self._arxiv_ids[papers].tolist(), self._versions[papers].tolist(),

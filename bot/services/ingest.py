@@ -43,7 +43,7 @@ from bot.core.models import (
     classify,
     latest_versions,
 )
-from bot.query.alerts import PlainUnits
+from bot.query.alerts import Pairs, PlainUnits
 from bot.query.matcher import survivors_frozen
 from bot.query.service import SubscriptionService
 from bot.storage import StagedAlerts, Storage, Transaction
@@ -269,7 +269,8 @@ class Pipeline:
             # no transaction open, so chats' own writes (/pause, /follow) go on meanwhile.
             expected = classify(unique, await store.papers.announced(
                 p.arxiv_id for p in unique))
-            pairs = _Pairs(self._subscriptions)
+            # Each (subscriptions, queries) pair made once a poll.
+            pairs = Pairs(self._subscriptions.query_text)
             # A part of the feed at a time, so that only its alerts are alive at once.
             for start in range(0, len(expected), INGEST_MATCH_PAPERS):
                 part = expected[start:start + INGEST_MATCH_PAPERS]
@@ -368,7 +369,7 @@ class Pipeline:
             return
         await self._store.papers.record_details(papers)
 
-    async def _match(self, changes: Sequence[PaperChange], pairs: _Pairs) -> _Matched:
+    async def _match(self, changes: Sequence[PaperChange], pairs: Pairs) -> _Matched:
         """Per new or revised paper, the alert of each chat whose subscriptions match it.
 
         Seconds of CPU for a big feed: run in a worker thread (`in_worker`), outside any
@@ -441,7 +442,7 @@ class _Matched:
     """A part of a feed matched: its new papers' alerts in arrays (`PlainUnits`), made into
     `PlainAlerts` batch by batch, and its revised papers' alerts as objects."""
 
-    def __init__(self, pairs: _Pairs, new: Sequence[Paper], units: PlainUnits | None,
+    def __init__(self, pairs: Pairs, new: Sequence[Paper], units: PlainUnits | None,
                  revised: dict[str, list[Alert]]) -> None:
         self.pairs = pairs
         self._new = {paper.arxiv_id: index for index, paper in enumerate(new)}
@@ -453,11 +454,11 @@ class _Matched:
             self.counts.update(zip(self._new, units.per_paper(), strict=True))
 
     @classmethod
-    def of(cls, subscriptions: SubscriptionService, pairs: _Pairs,
+    def of(cls, subscriptions: SubscriptionService, pairs: Pairs,
            changes: Sequence[PaperChange]) -> _Matched:
         """Match the new and revised papers among `changes` (in a worker thread)."""
         new = [c.paper for c in changes if c.status is ChangeStatus.NEW]
-        units = (subscriptions.matcher.match(new).plain_units(subscriptions.topics)
+        units = (subscriptions.matcher.match(new).plain_units(subscriptions.topics, pairs)
                  if new else None)
         revised = [c for c in changes if c.status is ChangeStatus.REVISED]
         return cls(pairs, new, units,
@@ -468,27 +469,10 @@ class _Matched:
         wanted = [self._new[c.paper.arxiv_id] for c in batch if c.paper.arxiv_id in self._new]
         if self._units is None or not wanted:
             return PlainAlerts.from_alerts(())
-        return self._units.plain(wanted, self.pairs)
+        return self._units.plain(wanted)
 
 
-class _Pairs:
-    """Tuples of subscription ids with their queries as their chat typed them (those still
-    live), each made once a poll: the same subscriptions match many papers, and the same
-    pair object is encoded once where it is staged."""
-
-    def __init__(self, subscriptions: SubscriptionService) -> None:
-        self._query_text = subscriptions.query_text
-        self._pairs: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[str, ...]]] = {}
-
-    def __call__(self, sub_ids: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
-        pair = self._pairs.get(sub_ids)
-        if pair is None:
-            pair = self._pairs[sub_ids] = (sub_ids, tuple(
-                q for q in map(self._query_text, sub_ids) if q is not None))
-        return pair
-
-
-def _alerts_by_paper(subscriptions: SubscriptionService, pairs: _Pairs,
+def _alerts_by_paper(subscriptions: SubscriptionService, pairs: Pairs,
                      fresh: Sequence[PaperChange]) -> dict[str, list[Alert]]:
     """Match new and revised papers (in a worker thread): per paper, one alert per chat and
     forum topic, as objects."""
@@ -502,7 +486,7 @@ def _alerts_by_paper(subscriptions: SubscriptionService, pairs: _Pairs,
             for topic_id, sub_ids in _by_topic(match.subscription_ids, topics):
                 by_paper[paper.arxiv_id].append(Alert(
                     chat_id, paper.arxiv_id, paper.version, kinds[paper.arxiv_id],
-                    *pairs(sub_ids), topic_id=topic_id,
+                    *pairs.of(sub_ids), topic_id=topic_id,
                 ))
     return by_paper
 
