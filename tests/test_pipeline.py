@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from bot import __version__
@@ -173,6 +174,11 @@ async def traced_poll(rig: Rig, papers: int) -> tuple[PollReport, int, int]:
         await rig.follow(chat_id, "cs.LG")
     rig.serve([make_paper(n) for n in range(1, papers + 1)], MONDAY)
     rig.clock.advance(900)
+    # httpx imports its async backend (anyio, 1.7 MB of modules) at a process's first request,
+    # which pytest's plugins used to import at start-up: made here, so the figures are the
+    # poll's own.
+    async with httpx.AsyncClient() as client:
+        await client.get(rig.server.base_url)
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
