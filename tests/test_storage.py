@@ -263,6 +263,39 @@ async def test_a_polls_alerts_are_one_row_per_chat_yet_each_arrives_once_and_in_
     assert (await store.outbox.counts())["pending"] == 120
 
 
+async def test_many_chats_pending_rows_read_at_once_are_what_each_chat_reads_alone(
+        store: Storage) -> None:
+    """The digest check reads the pending alerts of thousands of chats at once (a chat at a
+    time kept digests 36 minutes late behind an evening's drain): each chat's are the rows it
+    reads alone, staged ones unpacked once, a retry not yet due left out when asked by a time."""
+    chats = list(range(101, 221))  # more chats than one transaction unpacks
+    papers = [paper(f"2611.{11000 + n}") for n in range(3)]
+    for chat_id in chats:
+        await store.chats.record(chat_id, "private", "Ada", "en", NOW)
+    await store.papers.upsert_many(papers, NOW)
+    await stage(store, [Alert(chat_id, p.arxiv_id, 1, "new") for p in papers
+                        for chat_id in chats if chat_id % 3])
+    retried = (await store.outbox.pending_for_chat(101))[0].id
+    assert await store.outbox.claim([retried], NOW)
+    await store.outbox.retry_later([retried], NOW + 100, "timed out", 5)
+
+    due = await store.outbox.pending_ids(chats, NOW + 1)
+    assert int(await store.db.fetchval(  # type: ignore[attr-defined]
+        "SELECT COUNT(*) FROM outbox_staged")) == 0, "all unpacked"
+    for chat_id in chats:
+        alone = {row.id for row in await store.outbox.pending_for_chat(chat_id, NOW + 1)}
+        assert due.get(chat_id, set()) == alone
+    assert sorted(due) == [c for c in chats if c % 3], "chats with none left out"
+    assert len(due[101]) == 2 and retried not in due[101]
+    assert retried in (await store.outbox.pending_ids([101]))[101]
+    assert (await store.outbox.counts())["pending"] == 3 * len(due), "each alert once"
+
+    assert sorted(await store.chats.get_many([101, 102, 999])) == [101, 102]
+    await store.chats.mark_digests_sent(chats[:2], NOW + 5)
+    assert [(await store.chats.get(c)).last_digest_at for c in chats[:3]] == [  # type: ignore[union-attr]
+        NOW + 5, NOW + 5, None]
+
+
 _STAGED_ALERTS = st.lists(st.builds(
     Alert, chat_id=st.sampled_from([41, 42]),
     arxiv_id=st.sampled_from(["2611.11450", "hep-th/9901001", "2611.11451"]),

@@ -328,6 +328,12 @@ class ChatRepository(Protocol):
     async def mark_digest_sent(self, chat_id: int, now: float) -> None:
         ...
 
+    async def mark_digests_sent(self, chat_ids: Iterable[int], now: float) -> None:
+        """These chats' digests of `now` are done, in one transaction."""
+
+    async def get_many(self, chat_ids: Iterable[int]) -> dict[int, Chat]:
+        """These chats, by id (those the bot does not know left out)."""
+
     async def set_paused(self, chat_id: int, paused: bool) -> None:
         ...
 
@@ -460,6 +466,11 @@ class DeliveryQueue(Protocol[Row]):
 
     async def pending_for_chat(self, chat_id: int, now: float | None = None) -> list[Row]:
         """A chat's pending rows (due by `now` when given), oldest first."""
+
+    async def pending_ids(self, chat_ids: Iterable[int], now: float | None = None
+                          ) -> dict[int, set[int]]:
+        """Many chats' pending rows (due by `now` when given), as their ids by chat (chats
+        with none left out), in a few statements."""
 
     async def due_chats(self, now: float) -> list[int]:
         """Chats with pending rows due now that can receive them (active, not paused)."""

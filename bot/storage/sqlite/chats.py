@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 
 import aiosqlite
 
 from bot.core.constants import DAY
 from bot.core.models import Chat, DeliveryMode
-from bot.storage.sqlite.db import Database
+from bot.storage.sqlite.db import Database, in_chunks
 from bot.storage.sqlite.outbox import (
     DELIVERY_TABLES,
     HELD_ALERT_DAYS,
@@ -115,6 +116,14 @@ class ChatRepository:
         row = await self._db.fetchone("SELECT * FROM chats WHERE id = ?", (chat_id,))
         return None if row is None else _chat(row)
 
+    async def get_many(self, chat_ids: Iterable[int]) -> dict[int, Chat]:
+        """These chats, by id (those the bot does not know left out)."""
+        chats: dict[int, Chat] = {}
+        for chunk, marks in in_chunks(chat_ids):
+            rows = await self._db.fetchall(f"SELECT * FROM chats WHERE id IN ({marks})", chunk)
+            chats.update((row["id"], _chat(row)) for row in rows)
+        return chats
+
     async def set_language(self, chat_id: int, language: str) -> None:
         await self._db.execute(
             "UPDATE chats SET language = ?, language_chosen = 1 WHERE id = ?", (language, chat_id)
@@ -136,7 +145,14 @@ class ChatRepository:
         )
 
     async def mark_digest_sent(self, chat_id: int, now: float) -> None:
-        await self._db.execute("UPDATE chats SET last_digest_at = ? WHERE id = ?", (now, chat_id))
+        await self.mark_digests_sent([chat_id], now)
+
+    async def mark_digests_sent(self, chat_ids: Iterable[int], now: float) -> None:
+        """These chats' digests of `now` are done, in one transaction."""
+        async with self._db.transaction() as conn:
+            for chunk, marks in in_chunks(chat_ids):
+                await conn.execute(
+                    f"UPDATE chats SET last_digest_at = ? WHERE id IN ({marks})", (now, *chunk))
 
     async def set_paused(self, chat_id: int, paused: bool) -> None:
         await self._db.execute("UPDATE chats SET paused = ? WHERE id = ?", (int(paused), chat_id))

@@ -33,6 +33,7 @@ HELD_ALERT_DAYS = 14
 DELIVERY_TABLES = ("outbox", "foryou_outbox")
 # A poll's plain alerts, one row per chat and transaction, until the chat's outbox is read.
 STAGED_TABLE = "outbox_staged"
+UNPACK_CHATS = 50  # chats whose staged alerts one transaction unpacks, when many are asked for
 # The papers of staged alerts, as a subquery (`s` the staged row): what must not be pruned,
 # and what a chat has had an alert for. PostgreSQL's says it its own way.
 STAGED_PAPERS = f"SELECT j.value FROM {STAGED_TABLE} s, json_each(s.alerts, '$.papers') j"
@@ -250,6 +251,27 @@ class DeliveryQueue(Generic[Row]):
             params.append(now)
         rows = await self._read_pending(chat_id, sql + " ORDER BY id", params)
         return [self._decode(r) for r in rows]
+
+    async def pending_ids(self, chat_ids: Iterable[int], now: float | None = None
+                          ) -> dict[int, set[int]]:
+        """Many chats' pending rows (due by `now` when given), as their ids by chat (chats
+        with none left out): a few statements for thousands of chats, where `pending_for_chat`
+        a chat at a time waits its turn behind a drain's traffic each time."""
+        found: dict[int, set[int]] = {}
+        for chunk, marks in in_chunks(chat_ids):
+            await self._collect_pending(found, chunk, marks, now)
+        return found
+
+    def _pending_ids_sql(self, marks: str, now: float | None) -> tuple[str, list[object]]:
+        sql = (f"SELECT chat_id, id FROM {self._table} "
+               f"WHERE chat_id IN ({marks}) AND {self._PENDING}")
+        return (sql + " AND due_at <= ?", [now]) if now is not None else (sql, [])
+
+    async def _collect_pending(self, found: dict[int, set[int]], chunk: list[int], marks: str,
+                               now: float | None) -> None:
+        sql, extra = self._pending_ids_sql(marks, now)
+        for row in await self._db.fetchall(sql, [*chunk, *extra]):
+            found.setdefault(row["chat_id"], set()).add(row["id"])
 
     async def due_chats(self, now: float) -> list[int]:
         """Chats with pending rows due now that can receive them (active, not paused)."""
@@ -490,6 +512,26 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
             await unpack_staged(conn, [chat_id])
             cursor = await conn.execute(sql, params)
             return list(await cursor.fetchall())
+
+    async def _collect_pending(self, found: dict[int, set[int]], chunk: list[int], marks: str,
+                               now: float | None) -> None:
+        """As `_read_pending` does for one chat: the chats' staged alerts become rows first,
+        and the rows are read in the same transaction (`UNPACK_CHATS` chats a transaction, so
+        that no command waits long behind one)."""
+        staged = {r["chat_id"] for r in await self._db.fetchall(
+            f"SELECT DISTINCT chat_id FROM {STAGED_TABLE} WHERE chat_id IN ({marks})", chunk)}
+        if not staged:
+            await super()._collect_pending(found, chunk, marks, now)
+            return
+        for start in range(0, len(chunk), UNPACK_CHATS):
+            part = chunk[start:start + UNPACK_CHATS]
+            part_marks = ",".join("?" * len(part))
+            sql, extra = self._pending_ids_sql(part_marks, now)
+            async with self._db.transaction() as conn:
+                await unpack_staged(conn, [chat_id for chat_id in part if chat_id in staged])
+                cursor = await conn.execute(sql, [*part, *extra])
+                for row in await cursor.fetchall():
+                    found.setdefault(row["chat_id"], set()).add(row["id"])
 
     async def due_chats(self, now: float) -> list[int]:
         """Chats with pending rows due now, or staged alerts, that can receive them (active,
