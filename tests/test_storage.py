@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.core.models import Alert, AlertKind, AnnounceType, Paper, PlainAlerts
+from bot.core.models import Alert, AlertKind, AnnounceType, Feedback, Paper, PlainAlerts
 from bot.storage import Storage, open_storage
 from bot.storage.sqlite.db import Database
 from bot.storage.sqlite.migrations import LATEST_VERSION
@@ -476,6 +476,36 @@ async def test_staged_alerts_move_with_a_group_that_became_a_supergroup_and_go_w
     await stage(store, [Alert(supergroup, "2611.11451", 2, "new")], NOW + 900)
     await store.chats.forget(supergroup)
     assert await rows_stored(store) == 0
+
+
+async def test_for_yous_candidates_read_for_many_chats_at_once_are_each_chats_own(
+        store: Storage) -> None:
+    """For you's candidates, read for thousands of chats at once (a statement a chat waited
+    behind an evening's drain): each chat's are the day's papers it got no alert for (queued,
+    sent or staged), nor saved nor labelled, newest first, at most the limit."""
+    day = [paper(f"2611.{11000 + n}") for n in range(8)]
+    await store.papers.upsert_many([paper("2611.10999")], NOW - 1000)  # before the day
+    await store.papers.upsert_many(day, NOW)
+    for chat_id in range(41, 47):
+        await store.chats.record(chat_id, "private", "Ada", "en", NOW)
+    await store.outbox.enqueue([Alert(c, day[n].arxiv_id, 1, "new") for c in (41, 46)
+                                for n in (0, 1)], NOW)
+    await stage(store, [Alert(c, day[n].arxiv_id, 1, "new") for c in (42, 46) for n in (2, 3)])
+    for chat_id in (43, 46):
+        await store.saved.save(chat_id, day[4].arxiv_id, 1, NOW)
+    for chat_id in (44, 46):
+        await store.feedback.set(chat_id, day[5].arxiv_id, Feedback.MORE, NOW)
+
+    newest_first = sorted(p.arxiv_id for p in day)
+    excluded = {41: {0, 1}, 42: {2, 3}, 43: {4}, 44: {5}, 45: set(), 46: {0, 1, 2, 3, 4, 5}}
+    expected = [(c, [i for i in newest_first if i not in {day[n].arxiv_id for n in gone}][:5])
+                for c, gone in excluded.items()]
+    chats = list(excluded)
+    assert [x async for x in store.rankings.unmatched_by_chat(chats, NOW - 1, 5)] == expected
+    for chat_id, ids in expected:
+        assert await store.rankings.unmatched_ids_since(chat_id, NOW - 1, 5) == ids
+    assert [x async for x in store.rankings.unmatched_by_chat([45, 41], NOW + 1, 5)] == [
+        (45, []), (41, [])], "no paper of the day yet"
 
 
 async def test_a_paper_with_staged_alerts_is_kept_and_for_you_does_not_offer_it(

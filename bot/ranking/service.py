@@ -266,9 +266,8 @@ class Ranker:
         # (some 300 MB in bench/rounds.py at 10,000 chats).
         column_of: dict[str, int] = {}  # arXiv id → its place among every chat's candidates
         candidates: dict[int, np.ndarray] = {}
-        for chat_id, _ in chats:
-            ids = await self._store.rankings.unmatched_ids_since(
-                chat_id, now - FOR_YOU_WINDOW, FOR_YOU_CANDIDATES)
+        async for chat_id, ids in self._store.rankings.unmatched_by_chat(
+                [chat_id for chat_id, _ in chats], now - FOR_YOU_WINDOW, FOR_YOU_CANDIDATES):
             candidates[chat_id] = np.fromiter(
                 (column_of.setdefault(i, len(column_of)) for i in ids), np.int32, len(ids))
         wanted_ids = list(column_of)

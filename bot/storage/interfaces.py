@@ -9,7 +9,7 @@ protocols; nothing above `bot/storage/` sees a connection, a cursor or an engine
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -667,6 +667,10 @@ class RankingRepository(Protocol):
     async def unmatched_ids_since(self, chat_id: int, since: float, limit: int) -> list[str]:
         """The ids of papers announced since `since` that the chat never got an alert for,
         nor saved nor labelled: what its subscriptions missed (newest first)."""
+
+    def unmatched_by_chat(self, chat_ids: Sequence[int], since: float, limit: int
+                          ) -> AsyncIterator[tuple[int, list[str]]]:
+        """Each chat's `unmatched_ids_since`, in the order given, read for many chats at once."""
 
     async def corpus(self, limit: int) -> list[Paper]:
         """The papers to fit the vocabulary on and sample negatives from: the newest `limit`
