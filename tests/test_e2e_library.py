@@ -21,6 +21,17 @@ async def ingest(harness: Harness, count: int, **kwargs: object) -> None:
     await harness.poll()
 
 
+async def digests_at_eight_in_shanghai_with_three_papers(harness: Harness,
+                                                       chats: range) -> None:
+    """The chats follow cs.LG with a digest at 08:00 in Shanghai; three papers then arrive."""
+    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=SHANGHAI).timestamp())
+    for chat_id in chats:
+        await harness.ask(chat_id, "/follow cs.LG")
+        await harness.ask(chat_id, "/tz Asia/Shanghai")
+        await harness.ask(chat_id, "/digest 08:00")
+    await ingest(harness, 3)
+
+
 async def save_all(harness: Harness, numbers: range) -> None:
     store = harness.services.storage
     for n in numbers:
@@ -278,12 +289,7 @@ async def test_the_digest_check_reads_and_marks_many_chats_in_a_few_round_trips_
     the digests 36 minutes late. Around the sending itself (which composes per chat, many at
     once), the check makes a handful of round trips, however many chats are due."""
     chats = range(7201, 7225)
-    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=SHANGHAI).timestamp())
-    for chat_id in chats:
-        await harness.ask(chat_id, "/follow cs.LG")
-        await harness.ask(chat_id, "/tz Asia/Shanghai")
-        await harness.ask(chat_id, "/digest 08:00")
-    await ingest(harness, 3)
+    await digests_at_eight_in_shanghai_with_three_papers(harness, chats)
 
     store, sender = harness.services.storage, harness.services.sender
     calls: list[str] = []
@@ -325,12 +331,7 @@ async def test_many_chats_digests_at_the_same_hour_go_out_together_not_one_after
     after another, each waiting for Telegram's answer, they would take an hour at 100 ms;
     they go as a drain goes, many requests on their way at once."""
     chats = range(7101, 7111)
-    harness.clock.set(datetime(2026, 12, 1, 20, 0, tzinfo=SHANGHAI).timestamp())
-    for chat_id in chats:
-        await harness.ask(chat_id, "/follow cs.LG")
-        await harness.ask(chat_id, "/tz Asia/Shanghai")
-        await harness.ask(chat_id, "/digest 08:00")
-    await ingest(harness, 3)
+    await digests_at_eight_in_shanghai_with_three_papers(harness, chats)
     harness.tg.set_round_trip("sendMessage", 0.2)
 
     harness.clock.set(datetime(2026, 12, 2, 8, 0, 30, tzinfo=SHANGHAI).timestamp())
