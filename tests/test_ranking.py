@@ -337,24 +337,26 @@ async def test_a_vocabulary_fitted_again_during_a_for_you_round_leaves_the_round
         chats = [1, 2, 3]
         ranker = await ranker_with_models(store, papers, chats)
         before = await store.rankings.vocabulary()
-        trained, scored, scoring = ranker.model, ranker._scored, [True]
+        trained, scored, scoring = ranker.models, ranker._scored, [True]
 
         async def scored_then_done(*args):
             async for table in scored(*args):
                 yield table
             scoring.clear()
 
-        async def model_after_the_store_grew(chat_id: int):
+        async def models_then_the_store_grew(chat_ids):
             # Between the scoring and the explanations (a round of 10,000 chats takes
-            # minutes): the store outgrows the vocabulary, which the next model fits again.
+            # minutes): the explanations' models are loaded, then the store outgrows the
+            # vocabulary, which is fitted again (by a /similar or a digest meanwhile).
+            models = await trained(chat_ids)
             current = await store.rankings.vocabulary()
             if not scoring and current.fingerprint == before.fingerprint:
                 await store.papers.upsert_many(papers[40:], START + 30)
                 await ranker.refit()
-            return await trained(chat_id)
+            return models
 
         ranker._scored = scored_then_done  # type: ignore[method-assign]
-        ranker.model = model_after_the_store_grew  # type: ignore[method-assign]
+        ranker.models = models_then_the_store_grew  # type: ignore[method-assign]
         # Each pick explained by its model's terms, not by a saved paper it resembles.
         monkeypatch.setattr("bot.ranking.service.LIKE_MIN_SIMILARITY", 1.01)
         picked = await ranker.suggestions([(c, 5) for c in chats], START + 60)

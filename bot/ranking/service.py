@@ -158,8 +158,11 @@ class Ranker:
         return vocabulary
 
     async def labels(self, chat_id: int) -> ChatLabels:
-        ids = await self._store.rankings.labels(chat_id)
-        return ChatLabels.of(ids.saved, ids.more, ids.less)
+        return (await self.labels_of([chat_id]))[chat_id]
+
+    async def labels_of(self, chat_ids: Sequence[int]) -> dict[int, ChatLabels]:
+        return {chat_id: ChatLabels.of(ids.saved, ids.more, ids.less)
+                for chat_id, ids in (await self._store.rankings.labels_of(chat_ids)).items()}
 
     async def status(self, chat_id: int) -> RankerStatus:
         labels = await self.labels(chat_id)
@@ -169,28 +172,54 @@ class Ranker:
     async def model(self, chat_id: int) -> ChatModel | None:
         """The chat's model, trained now if its labels or the vocabulary changed; None below
         MIN_POSITIVES positives."""
-        labels = await self.labels(chat_id)
-        if len(labels.positives) < MIN_POSITIVES:
+        return (await self.models([chat_id])).get(chat_id)
+
+    async def models(self, chat_ids: Sequence[int]) -> dict[int, ChatModel]:
+        """Each chat's `model`, those with none left out. Labels and stored models are read
+        for all the chats at once: a round's 250 chats a read at a time waited their turn
+        behind an evening's drain four times a chat."""
+        labels_of = await self.labels_of(chat_ids)
+        stored_of = await self._store.rankings.models_of(chat_ids)
+        models: dict[int, ChatModel] = {}
+        current: list[StoredModel] = []
+        for chat_id in chat_ids:
+            labels = labels_of[chat_id]
+            if len(labels.positives) < MIN_POSITIVES:
+                if chat_id in stored_of:
+                    await self._store.rankings.drop_model(chat_id)
+                continue
+            async with self._lock:
+                vocabulary = await self.vocabulary()
+                if vocabulary is None:
+                    return {}
+                stored = stored_of.get(chat_id)
+                if stored is not None and is_current(stored, vocabulary, labels):
+                    current.append(stored)
+                    continue
+                model = await self._trained(chat_id, vocabulary, labels)
+            if model is not None:
+                models[chat_id] = model
+        if current:
+            # Decompressing the weights is numpy work: off the event loop, as for every
+            # chat of a digest or a For-you round it would add up there.
+            loaded = await asyncio.to_thread(lambda: [_loaded(stored) for stored in current])
+            models.update((stored.chat_id, model)
+                          for stored, model in zip(current, loaded, strict=True))
+        return {chat_id: models[chat_id] for chat_id in chat_ids if chat_id in models}
+
+    async def _trained(self, chat_id: int, vocabulary: Vocabulary, labels: ChatLabels
+                       ) -> ChatModel | None:
+        """The chat's model trained now and stored (None, and any old one dropped, when its
+        labels give none)."""
+        corpus = await self._corpus_with(vocabulary, labels.positives | labels.negatives)
+        model = await asyncio.to_thread(train, vocabulary, labels, corpus.rows,
+                                        corpus.matrix, chat_id)
+        if model is None:
             await self._store.rankings.drop_model(chat_id)
             return None
-        async with self._lock:
-            vocabulary = await self.vocabulary()
-            if vocabulary is None:
-                return None
-            stored = await self._store.rankings.model(chat_id)
-            if stored is not None and is_current(stored, vocabulary, labels):
-                # Decompressing the weights is numpy work: off the event loop, as for every
-                # chat of a digest or a For-you round it would add up there.
-                return await asyncio.to_thread(_loaded, stored)
-            corpus = await self._corpus_with(vocabulary, labels.positives | labels.negatives)
-            model = await asyncio.to_thread(train, vocabulary, labels, corpus.rows,
-                                            corpus.matrix, chat_id)
-            if model is None:
-                await self._store.rankings.drop_model(chat_id)
-                return None
-            await self._store.rankings.put_model(StoredModel(
-                chat_id, model.vocabulary, model.labels, model.dump(), self._now()))
-            return model
+        await self._store.rankings.put_model(StoredModel(
+            chat_id, model.vocabulary, model.labels, model.dump(), self._now()))
+        return model
 
     async def scores(self, chat_ids: Sequence[int],
                      papers: Sequence[Paper]) -> dict[int, np.ndarray]:
@@ -207,11 +236,7 @@ class Ranker:
         computed once and shared by every batch."""
         vectors: tuple[str, sparse.csr_matrix] | None = None
         for start in range(0, len(chat_ids), SCORE_BATCH_CHATS):
-            models = {}
-            for chat_id in chat_ids[start:start + SCORE_BATCH_CHATS]:
-                model = await self.model(chat_id)
-                if model is not None:
-                    models[chat_id] = model
+            models = await self.models(chat_ids[start:start + SCORE_BATCH_CHATS])
             vocabulary = self._vocabulary
             if not models or not papers or vocabulary is None:
                 continue
@@ -288,20 +313,27 @@ class Ranker:
         if not picks:
             return {}
         result = {}
-        for chat_id, chosen in picks.items():
-            labels = await self.labels(chat_id)
-            model = await self.model(chat_id)
-            # The explanation's vectors come from the vocabulary the model was trained on:
-            # `model` may have fitted it again meanwhile (the evening's 2,000 papers doubled
-            # the store), and a model and vectors of two vocabularies broke the whole round.
-            vocabulary = self._vocabulary
-            if vocabulary is None:
-                return {}
-            if model is not None and model.vocabulary != vocabulary.fingerprint:
-                model = None
-            corpus = await self._corpus_with(vocabulary, labels.positives)
-            result[chat_id] = await asyncio.to_thread(
-                _explain, vocabulary, corpus, model, sorted(labels.positives), chosen)
+        picked = list(picks)
+        for start in range(0, len(picked), SCORE_BATCH_CHATS):
+            part = picked[start:start + SCORE_BATCH_CHATS]
+            labels_of = await self.labels_of(part)
+            models = await self.models(part)
+            for chat_id in part:
+                labels, model = labels_of[chat_id], models.get(chat_id)
+                # The explanation's vectors come from the vocabulary the model was trained
+                # on: `models` may have fitted it again meanwhile (the evening's 2,000 papers
+                # doubled the store), and a model and vectors of two vocabularies broke the
+                # whole round.
+                vocabulary = self._vocabulary
+                if vocabulary is None:
+                    return {}
+                if model is not None and model.vocabulary != vocabulary.fingerprint:
+                    model = None
+                corpus = await self._corpus_with(vocabulary, labels.positives)
+                result[chat_id] = await asyncio.to_thread(
+                    _explain, vocabulary, corpus, model, sorted(labels.positives),
+                    picks[chat_id])
+            del models
         return result
 
     async def similar(self, arxiv_id: str, count: int) -> list[Paper]:

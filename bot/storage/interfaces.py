@@ -638,6 +638,9 @@ class RankingRepository(Protocol):
     async def model(self, chat_id: int) -> StoredModel | None:
         ...
 
+    async def models_of(self, chat_ids: Iterable[int]) -> dict[int, StoredModel]:
+        """These chats' stored models, by chat (chats without one left out)."""
+
     async def models(self) -> list[StoredModel]:
         ...
 
@@ -649,6 +652,9 @@ class RankingRepository(Protocol):
 
     async def labels(self, chat_id: int) -> LabelIds:
         ...
+
+    async def labels_of(self, chat_ids: Sequence[int]) -> dict[int, LabelIds]:
+        """These chats' labels, by chat (every chat given, with none or some)."""
 
     async def labelled_chats(self) -> list[int]:
         ...

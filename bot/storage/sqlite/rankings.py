@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from itertools import islice
 from sqlite3 import Row
 
@@ -36,10 +36,17 @@ class RankingRepository:
             (stored.fingerprint, stored.terms, stored.papers, stored.fitted_at))
 
     async def model(self, chat_id: int) -> StoredModel | None:
-        row = await self._db.fetchone(
-            "SELECT chat_id, vocabulary, labels, weights, trained_at FROM chat_models "
-            "WHERE chat_id = ?", (chat_id,))
-        return None if row is None else StoredModel(*row)
+        return (await self.models_of([chat_id])).get(chat_id)
+
+    async def models_of(self, chat_ids: Iterable[int]) -> dict[int, StoredModel]:
+        """These chats' stored models, by chat (chats without one left out)."""
+        found: dict[int, StoredModel] = {}
+        for chunk, marks in in_chunks(chat_ids):
+            rows = await self._db.fetchall(
+                "SELECT chat_id, vocabulary, labels, weights, trained_at FROM chat_models "
+                f"WHERE chat_id IN ({marks})", chunk)
+            found.update((row[0], StoredModel(*row)) for row in rows)
+        return found
 
     async def models(self) -> list[StoredModel]:
         rows = await self._db.fetchall(
@@ -64,15 +71,25 @@ class RankingRepository:
             await self._db.execute("DELETE FROM chat_models WHERE chat_id = ?", (chat_id,))
 
     async def labels(self, chat_id: int) -> LabelIds:
-        saved = await self._db.fetchall(
-            "SELECT arxiv_id FROM saved WHERE chat_id = ? ORDER BY arxiv_id", (chat_id,))
-        given = await self._db.fetchall(
-            "SELECT arxiv_id, label FROM feedback WHERE chat_id = ? ORDER BY arxiv_id",
-            (chat_id,))
-        return LabelIds(
-            tuple(r[0] for r in saved),
-            tuple(r[0] for r in given if r[1] == Feedback.MORE),
-            tuple(r[0] for r in given if r[1] == Feedback.LESS))
+        return (await self.labels_of([chat_id]))[chat_id]
+
+    async def labels_of(self, chat_ids: Sequence[int]) -> dict[int, LabelIds]:
+        """These chats' labels, by chat (every chat given, with none or some)."""
+        saved: dict[int, list[str]] = {}
+        more: dict[int, list[str]] = {}
+        less: dict[int, list[str]] = {}
+        for chunk, marks in in_chunks(chat_ids):
+            for row in await self._db.fetchall(
+                    f"SELECT chat_id, arxiv_id FROM saved WHERE chat_id IN ({marks}) "
+                    "ORDER BY chat_id, arxiv_id", chunk):
+                saved.setdefault(row[0], []).append(row[1])
+            for row in await self._db.fetchall(
+                    f"SELECT chat_id, arxiv_id, label FROM feedback WHERE chat_id IN ({marks}) "
+                    "ORDER BY chat_id, arxiv_id", chunk):
+                (more if row[2] == Feedback.MORE else less).setdefault(row[0], []).append(row[1])
+        return {chat_id: LabelIds(tuple(saved.get(chat_id, ())), tuple(more.get(chat_id, ())),
+                                  tuple(less.get(chat_id, ())))
+                for chat_id in chat_ids}
 
     async def labelled_chats(self) -> list[int]:
         rows = await self._db.fetchall(
