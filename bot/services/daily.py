@@ -31,7 +31,7 @@ async def send_due_digests(storage: Storage, sender: Sender, now: float) -> int:
         return 0
     owed = await storage.outbox.pending_ids(due, now)
     report = await sender.send_daily_digests(due)
-    still = await storage.outbox.pending_ids(owed)
+    still = await storage.outbox.pending_ids(list(owed))
     sent = 0
     cut_short: dict[int, int] = {}  # chat → its alerts left
     done = []

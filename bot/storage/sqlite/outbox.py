@@ -526,6 +526,9 @@ class OutboxRepository(DeliveryQueue[OutboxRow]):
         for start in range(0, len(chunk), UNPACK_CHATS):
             part = chunk[start:start + UNPACK_CHATS]
             part_marks = ",".join("?" * len(part))
+            if staged.isdisjoint(part):
+                await super()._collect_pending(found, part, part_marks, now)
+                continue
             sql, extra = self._pending_ids_sql(part_marks, now)
             async with self._db.transaction() as conn:
                 await unpack_staged(conn, [chat_id for chat_id in part if chat_id in staged])
