@@ -271,6 +271,45 @@ async def ranker_with_models(store: Storage, papers: list[Paper], chats: list[in
     return ranker
 
 
+async def test_a_rounds_models_are_read_trained_and_stored_in_a_few_statements_not_per_chat(
+        papers: list[Paper], tmp_path: Path) -> None:
+    """At 100,000 chats the For-you round's 20,000 chats waited behind the evening's drain for
+    every statement of their own: their labels, their stored model, the one trained now. A
+    batch of chats now costs a few statements, trained or loaded, whatever its size; each chat
+    gets the model it would get alone."""
+    store = await open_storage(tmp_path / "bot.sqlite3")
+    try:
+        await store.papers.upsert_many(papers, START)
+        chats = list(range(1, 31))
+        for chat in chats:
+            await store.chats.record(chat, "private", "Ada", "en", START)
+            for paper in papers[chat:chat + MIN_POSITIVES]:
+                await store.saved.save(chat, paper.arxiv_id, paper.version, START)
+        ranker = Ranker(store, lambda: START + 60)
+        await ranker.vocabulary()
+        statements = []
+        for method in ("execute", "fetchall", "fetchone", "transaction"):
+            original = getattr(store.db, method)
+
+            def counted(*args, _original=original, _method=method, **kwargs):
+                statements.append(_method)
+                return _original(*args, **kwargs)
+            setattr(store.db, method, counted)
+
+        trained = await ranker.models(chats)
+        assert sorted(trained) == chats
+        assert len(statements) <= 8, statements
+        statements.clear()
+        loaded = await ranker.models(chats)
+        assert len(statements) <= 4, statements
+        for chat in (1, 30):
+            alone = Ranker(store, lambda: START + 60)
+            model = await alone.model(chat)
+            assert model is not None and model.dump() == loaded[chat].dump() == trained[chat].dump()
+    finally:
+        await store.close()
+
+
 async def test_a_for_you_round_reads_the_days_papers_once_not_once_per_chat(
         papers: list[Paper], tmp_path: Path) -> None:
     """Every chat's candidates are the same day's papers: a round keeps one copy of each, so

@@ -175,30 +175,32 @@ class Ranker:
         return (await self.models([chat_id])).get(chat_id)
 
     async def models(self, chat_ids: Sequence[int]) -> dict[int, ChatModel]:
-        """Each chat's `model`, those with none left out. Labels and stored models are read
-        for all the chats at once: a round's 250 chats a read at a time waited their turn
-        behind an evening's drain four times a chat."""
+        """Each chat's `model`, those with none left out. Labels and stored models are read,
+        and the models trained now are stored, for all the chats at once: a round's 250 chats
+        a statement at a time waited their turn behind an evening's drain five times a chat."""
         labels_of = await self.labels_of(chat_ids)
         stored_of = await self._store.rankings.models_of(chat_ids)
-        models: dict[int, ChatModel] = {}
-        current: list[StoredModel] = []
+        labelled = []
         for chat_id in chat_ids:
             labels = labels_of[chat_id]
-            if len(labels.positives) < MIN_POSITIVES:
-                if chat_id in stored_of:
-                    await self._store.rankings.drop_model(chat_id)
-                continue
-            async with self._lock:
-                vocabulary = await self.vocabulary()
-                if vocabulary is None:
-                    return {}
-                stored = stored_of.get(chat_id)
-                if stored is not None and is_current(stored, vocabulary, labels):
-                    current.append(stored)
-                    continue
-                model = await self._trained(chat_id, vocabulary, labels)
-            if model is not None:
-                models[chat_id] = model
+            if len(labels.positives) >= MIN_POSITIVES:
+                labelled.append((chat_id, labels))
+            elif chat_id in stored_of:
+                await self._store.rankings.drop_model(chat_id)
+        if not labelled:
+            return {}
+        models: dict[int, ChatModel] = {}
+        async with self._lock:
+            vocabulary = await self.vocabulary()
+            if vocabulary is None:
+                return {}
+            current = [stored for chat_id, labels in labelled
+                       if (stored := stored_of.get(chat_id)) is not None
+                       and is_current(stored, vocabulary, labels)]
+            fresh = {stored.chat_id for stored in current}
+            stale = [(chat_id, labels) for chat_id, labels in labelled if chat_id not in fresh]
+            if stale:
+                models.update(await self._trained(stale, vocabulary))
         if current:
             # Decompressing the weights is numpy work: off the event loop, as for every
             # chat of a digest or a For-you round it would add up there.
@@ -207,19 +209,24 @@ class Ranker:
                           for stored, model in zip(current, loaded, strict=True))
         return {chat_id: models[chat_id] for chat_id in chat_ids if chat_id in models}
 
-    async def _trained(self, chat_id: int, vocabulary: Vocabulary, labels: ChatLabels
-                       ) -> ChatModel | None:
-        """The chat's model trained now and stored (None, and any old one dropped, when its
-        labels give none)."""
-        corpus = await self._corpus_with(vocabulary, labels.positives | labels.negatives)
-        model = await asyncio.to_thread(train, vocabulary, labels, corpus.rows,
-                                        corpus.matrix, chat_id)
-        if model is None:
-            await self._store.rankings.drop_model(chat_id)
-            return None
-        await self._store.rankings.put_model(StoredModel(
-            chat_id, model.vocabulary, model.labels, model.dump(), self._now()))
-        return model
+    async def _trained(self, chats: Sequence[tuple[int, ChatLabels]], vocabulary: Vocabulary
+                       ) -> dict[int, ChatModel]:
+        """Models trained now for these chats and stored together; a chat whose labels give
+        none is left out, and any old model of it dropped."""
+        needed = frozenset().union(*(labels.positives | labels.negatives for _, labels in chats))
+        corpus = await self._corpus_with(vocabulary, needed)
+        trained = await asyncio.to_thread(lambda: [
+            (chat_id, train(vocabulary, labels, corpus.rows, corpus.matrix, chat_id))
+            for chat_id, labels in chats])
+        models = {chat_id: model for chat_id, model in trained if model is not None}
+        for chat_id, model in trained:
+            if model is None:
+                await self._store.rankings.drop_model(chat_id)
+        now = self._now()
+        await self._store.rankings.put_models([
+            StoredModel(chat_id, model.vocabulary, model.labels, model.dump(), now)
+            for chat_id, model in models.items()])
+        return models
 
     async def scores(self, chat_ids: Sequence[int],
                      papers: Sequence[Paper]) -> dict[int, np.ndarray]:

@@ -647,6 +647,9 @@ class RankingRepository(Protocol):
     async def put_model(self, stored: StoredModel) -> None:
         ...
 
+    async def put_models(self, models: Sequence[StoredModel]) -> None:
+        """Store these models (replacing the chats' old ones), in one transaction."""
+
     async def drop_model(self, chat_id: int) -> None:
         ...
 

@@ -55,13 +55,19 @@ class RankingRepository:
         return [StoredModel(*row) for row in rows]
 
     async def put_model(self, stored: StoredModel) -> None:
-        await self._db.execute(
-            "INSERT INTO chat_models (chat_id, vocabulary, labels, weights, trained_at) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat_id) DO UPDATE SET "
-            "vocabulary = excluded.vocabulary, labels = excluded.labels, "
-            "weights = excluded.weights, trained_at = excluded.trained_at",
-            (stored.chat_id, stored.vocabulary, stored.labels, stored.weights,
-             stored.trained_at))
+        await self.put_models([stored])
+
+    async def put_models(self, models: Sequence[StoredModel]) -> None:
+        """Store these models (replacing the chats' old ones), in one transaction."""
+        if not models:
+            return
+        async with self._db.transaction() as conn:
+            await conn.executemany(
+                "INSERT INTO chat_models (chat_id, vocabulary, labels, weights, trained_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat_id) DO UPDATE SET "
+                "vocabulary = excluded.vocabulary, labels = excluded.labels, "
+                "weights = excluded.weights, trained_at = excluded.trained_at",
+                [(m.chat_id, m.vocabulary, m.labels, m.weights, m.trained_at) for m in models])
 
     async def drop_model(self, chat_id: int) -> None:
         # Looked for first: most chats a digest ranks have none, and a delete is a write
