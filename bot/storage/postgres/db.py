@@ -267,6 +267,12 @@ class Database:
         async with self.transaction() as conn:
             return (await conn.execute(sql, params)).rowcount
 
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one write statement for each of `rows`, in one transaction (none for no rows)."""
+        if rows:
+            async with self.transaction() as conn:
+                await conn.executemany(sql, rows)
+
     async def fetchall(self, sql: str, params: Iterable[Any] | Mapping[str, Any] = ()
                        ) -> list[asyncpg.Record]:
         """All rows, as last committed."""

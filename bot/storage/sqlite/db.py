@@ -287,6 +287,12 @@ class Database:
             cursor = await conn.execute(sql, params)
             return cursor.rowcount
 
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one write statement for each of `rows`, in one transaction (none for no rows)."""
+        if rows:
+            async with self.transaction() as conn:
+                await conn.executemany(sql, rows)
+
     async def fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
                        ) -> sqlite3.Row | None:
         """The first row, as last committed; for queries of one row at most (a key, LIMIT 1):

@@ -59,15 +59,12 @@ class RankingRepository:
 
     async def put_models(self, models: Sequence[StoredModel]) -> None:
         """Store these models (replacing the chats' old ones), in one transaction."""
-        if not models:
-            return
-        async with self._db.transaction() as conn:
-            await conn.executemany(
-                "INSERT INTO chat_models (chat_id, vocabulary, labels, weights, trained_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat_id) DO UPDATE SET "
-                "vocabulary = excluded.vocabulary, labels = excluded.labels, "
-                "weights = excluded.weights, trained_at = excluded.trained_at",
-                [(m.chat_id, m.vocabulary, m.labels, m.weights, m.trained_at) for m in models])
+        await self._db.executemany(
+            "INSERT INTO chat_models (chat_id, vocabulary, labels, weights, trained_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat_id) DO UPDATE SET "
+            "vocabulary = excluded.vocabulary, labels = excluded.labels, "
+            "weights = excluded.weights, trained_at = excluded.trained_at",
+            [(m.chat_id, m.vocabulary, m.labels, m.weights, m.trained_at) for m in models])
 
     async def drop_model(self, chat_id: int) -> None:
         # Looked for first: most chats a digest ranks have none, and a delete is a write

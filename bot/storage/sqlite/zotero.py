@@ -72,15 +72,12 @@ class ZoteroRepository:
             "SELECT * FROM zotero_items WHERE chat_id = ? ORDER BY arxiv_id", (chat_id,))]
 
     async def record(self, items: Sequence[ZoteroItem]) -> None:
-        if not items:
-            return
-        async with self._db.transaction() as conn:
-            await conn.executemany(
-                "INSERT INTO zotero_items (chat_id, arxiv_id, origin, item_key, item_version, "
-                "paper_version, write_token) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (chat_id, arxiv_id) DO NOTHING",
-                [(i.chat_id, i.arxiv_id, i.origin.value, i.item_key, i.item_version,
-                  i.paper_version, i.write_token) for i in items])
+        await self._db.executemany(
+            "INSERT INTO zotero_items (chat_id, arxiv_id, origin, item_key, item_version, "
+            "paper_version, write_token) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (chat_id, arxiv_id) DO NOTHING",
+            [(i.chat_id, i.arxiv_id, i.origin.value, i.item_key, i.item_version,
+              i.paper_version, i.write_token) for i in items])
 
     async def queue_write(self, chat_id: int, arxiv_id: str, write_token: str) -> bool:
         return await self._db.execute(
