@@ -172,23 +172,23 @@ async def test_models_are_kept_and_retrained_only_when_labels_change(
     store, chat = labelled_store, CHAT
     ranker = Ranker(store, lambda: now[0])
     assert (await ranker.status(chat)).active
-    trained = (await store.rankings.model(chat)).trained_at
+    trained = (await store.rankings.models_of([chat]))[chat].trained_at
 
     now[0] += 60
     restarted = Ranker(store, lambda: now[0])  # a restart: nothing current is retrained
     assert await restarted.model(chat) is not None
-    assert (await store.rankings.model(chat)).trained_at == trained
+    assert (await store.rankings.models_of([chat]))[chat].trained_at == trained
 
     await store.feedback.set(chat, papers[50].arxiv_id, Feedback.LESS, now[0])
     assert await restarted.model(chat) is not None
-    assert (await store.rankings.model(chat)).trained_at == now[0], "labels changed"
+    assert (await store.rankings.models_of([chat]))[chat].trained_at == now[0], "labels changed"
     status = await restarted.status(chat)
     assert (status.labels, status.positives, status.active) == (MIN_POSITIVES + 1,
                                                                MIN_POSITIVES, True)
 
     await store.saved.remove(chat, papers[0].arxiv_id)
     assert not (await restarted.status(chat)).active, "below the minimum: no model"
-    assert await store.rankings.model(chat) is None
+    assert chat not in await store.rankings.models_of([chat])
 
     similar = await restarted.similar(papers[3].arxiv_id, 3)
     assert similar and papers[3].arxiv_id not in [p.arxiv_id for p in similar]
@@ -383,11 +383,11 @@ async def test_a_vocabulary_fitted_again_during_a_for_you_round_leaves_the_round
                 yield table
             scoring.clear()
 
-        async def models_then_the_store_grew(chat_ids):
+        async def models_then_the_store_grew(*args):
             # Between the scoring and the explanations (a round of 10,000 chats takes
             # minutes): the explanations' models are loaded, then the store outgrows the
             # vocabulary, which is fitted again (by a /similar or a digest meanwhile).
-            models = await trained(chat_ids)
+            models = await trained(*args)
             current = await store.rankings.vocabulary()
             if not scoring and current.fingerprint == before.fingerprint:
                 await store.papers.upsert_many(papers[40:], START + 30)

@@ -503,7 +503,8 @@ async def test_for_yous_candidates_read_for_many_chats_at_once_are_each_chats_ow
     chats = list(excluded)
     assert [x async for x in store.rankings.unmatched_by_chat(chats, NOW - 1, 5)] == expected
     for chat_id, ids in expected:
-        assert await store.rankings.unmatched_ids_since(chat_id, NOW - 1, 5) == ids
+        alone = [x async for x in store.rankings.unmatched_by_chat([chat_id], NOW - 1, 5)]
+        assert alone == [(chat_id, ids)]
     assert [x async for x in store.rankings.unmatched_by_chat([45, 41], NOW + 1, 5)] == [
         (45, []), (41, [])], "no paper of the day yet"
 
@@ -514,7 +515,8 @@ async def test_a_paper_with_staged_alerts_is_kept_and_for_you_does_not_offer_it(
     await store.papers.upsert_many([paper(), paper("2611.11451")], NOW)
     await stage(store, [Alert(42, "2611.11450", 1, "new")])
 
-    assert await store.rankings.unmatched_ids_since(42, NOW - 1, 10) == ["2611.11451"]
+    assert [x async for x in store.rankings.unmatched_by_chat([42], NOW - 1, 10)] == [
+        (42, ["2611.11451"])]
     await store.papers.prune(NOW + 1)
     assert await store.papers.get("2611.11450") is not None
     assert await store.papers.get("2611.11451") is None

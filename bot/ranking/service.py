@@ -13,7 +13,7 @@ import asyncio
 import logging
 import multiprocessing
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -174,11 +174,14 @@ class Ranker:
         MIN_POSITIVES positives."""
         return (await self.models([chat_id])).get(chat_id)
 
-    async def models(self, chat_ids: Sequence[int]) -> dict[int, ChatModel]:
-        """Each chat's `model`, those with none left out. Labels and stored models are read,
-        and the models trained now are stored, for all the chats at once: a round's 250 chats
-        a statement at a time waited their turn behind an evening's drain five times a chat."""
-        labels_of = await self.labels_of(chat_ids)
+    async def models(self, chat_ids: Sequence[int],
+                     labels_of: Mapping[int, ChatLabels] | None = None) -> dict[int, ChatModel]:
+        """Each chat's `model`, those with none left out (`labels_of`: the chats' labels, if
+        the caller has read them). Labels and stored models are read, and the models trained
+        now are stored, for all the chats at once: a round's 250 chats a statement at a time
+        waited their turn behind an evening's drain five times a chat."""
+        if labels_of is None:
+            labels_of = await self.labels_of(chat_ids)
         stored_of = await self._store.rankings.models_of(chat_ids)
         labelled = []
         for chat_id in chat_ids:
@@ -324,7 +327,7 @@ class Ranker:
         for start in range(0, len(picked), SCORE_BATCH_CHATS):
             part = picked[start:start + SCORE_BATCH_CHATS]
             labels_of = await self.labels_of(part)
-            models = await self.models(part)
+            models = await self.models(part, labels_of)
             for chat_id in part:
                 labels, model = labels_of[chat_id], models.get(chat_id)
                 # The explanation's vectors come from the vocabulary the model was trained

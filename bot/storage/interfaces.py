@@ -325,9 +325,6 @@ class ChatRepository(Protocol):
     async def set_digest(self, chat_id: int, digest_time: str | None, now: float) -> None:
         """Daily digest at `digest_time` ('HH:MM' local), or instant alerts when None."""
 
-    async def mark_digest_sent(self, chat_id: int, now: float) -> None:
-        ...
-
     async def mark_digests_sent(self, chat_ids: Iterable[int], now: float) -> None:
         """These chats' digests of `now` are done, in one transaction."""
 
@@ -635,25 +632,16 @@ class RankingRepository(Protocol):
     async def put_vocabulary(self, stored: StoredVocabulary) -> None:
         ...
 
-    async def model(self, chat_id: int) -> StoredModel | None:
-        ...
-
     async def models_of(self, chat_ids: Iterable[int]) -> dict[int, StoredModel]:
         """These chats' stored models, by chat (chats without one left out)."""
 
     async def models(self) -> list[StoredModel]:
         ...
 
-    async def put_model(self, stored: StoredModel) -> None:
-        ...
-
     async def put_models(self, models: Sequence[StoredModel]) -> None:
         """Store these models (replacing the chats' old ones), in one transaction."""
 
     async def drop_model(self, chat_id: int) -> None:
-        ...
-
-    async def labels(self, chat_id: int) -> LabelIds:
         ...
 
     async def labels_of(self, chat_ids: Sequence[int]) -> dict[int, LabelIds]:
@@ -673,13 +661,11 @@ class RankingRepository(Protocol):
         """Turn For you on with `count` papers a day in forum topic `topic_id` (keeping when it
         was last sent), or off."""
 
-    async def unmatched_ids_since(self, chat_id: int, since: float, limit: int) -> list[str]:
-        """The ids of papers announced since `since` that the chat never got an alert for,
-        nor saved nor labelled: what its subscriptions missed (newest first)."""
-
     def unmatched_by_chat(self, chat_ids: Sequence[int], since: float, limit: int
                           ) -> AsyncIterator[tuple[int, list[str]]]:
-        """Each chat's `unmatched_ids_since`, in the order given, read for many chats at once."""
+        """For each chat, in the order given: the ids of papers announced since `since` that it
+        never got an alert for, nor saved nor labelled (what its subscriptions missed), newest
+        first, at most `limit`; read for many chats at once."""
 
     async def corpus(self, limit: int) -> list[Paper]:
         """The papers to fit the vocabulary on and sample negatives from: the newest `limit`

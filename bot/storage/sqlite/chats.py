@@ -144,9 +144,6 @@ class ChatRepository:
             (mode, digest_time, now, chat_id),
         )
 
-    async def mark_digest_sent(self, chat_id: int, now: float) -> None:
-        await self.mark_digests_sent([chat_id], now)
-
     async def mark_digests_sent(self, chat_ids: Iterable[int], now: float) -> None:
         """These chats' digests of `now` are done, in one transaction."""
         async with self._db.transaction() as conn:

@@ -35,9 +35,6 @@ class RankingRepository:
             "papers = excluded.papers, fitted_at = excluded.fitted_at",
             (stored.fingerprint, stored.terms, stored.papers, stored.fitted_at))
 
-    async def model(self, chat_id: int) -> StoredModel | None:
-        return (await self.models_of([chat_id])).get(chat_id)
-
     async def models_of(self, chat_ids: Iterable[int]) -> dict[int, StoredModel]:
         """These chats' stored models, by chat (chats without one left out)."""
         found: dict[int, StoredModel] = {}
@@ -54,9 +51,6 @@ class RankingRepository:
             "ORDER BY chat_id")
         return [StoredModel(*row) for row in rows]
 
-    async def put_model(self, stored: StoredModel) -> None:
-        await self.put_models([stored])
-
     async def put_models(self, models: Sequence[StoredModel]) -> None:
         """Store these models (replacing the chats' old ones), in one transaction."""
         await self._db.executemany(
@@ -72,9 +66,6 @@ class RankingRepository:
         if await self._db.fetchval("SELECT 1 FROM chat_models WHERE chat_id = ?",
                                    (chat_id,)) is not None:
             await self._db.execute("DELETE FROM chat_models WHERE chat_id = ?", (chat_id,))
-
-    async def labels(self, chat_id: int) -> LabelIds:
-        return (await self.labels_of([chat_id]))[chat_id]
 
     async def labels_of(self, chat_ids: Sequence[int]) -> dict[int, LabelIds]:
         """These chats' labels, by chat (every chat given, with none or some)."""
@@ -124,18 +115,14 @@ class RankingRepository:
             "topic_id = excluded.topic_id",
             (chat_id, count, now, topic_id))
 
-    async def unmatched_ids_since(self, chat_id: int, since: float, limit: int) -> list[str]:
-        """Papers announced since `since` that the chat never got an alert for, nor saved
-        nor labelled: what its subscriptions missed."""
-        (ids,) = [ids async for _, ids in self.unmatched_by_chat([chat_id], since, limit)]
-        return ids
-
     async def unmatched_by_chat(self, chat_ids: Sequence[int], since: float, limit: int
                                 ) -> AsyncIterator[tuple[int, list[str]]]:
-        """Each chat's `unmatched_ids_since`, chat by chat as they are read: the day's papers
-        once, then what each chunk of chats got, saved or labelled of them, in four statements:
-        a statement a chat waits its turn behind an evening's drain each time, 20,000 times
-        for a For-you round at 100,000 chats. Chats are yielded in the order given."""
+        """For each chat, as they are read: the papers announced since `since` that it never
+        got an alert for, nor saved nor labelled (what its subscriptions missed), newest first,
+        at most `limit`. The day's papers are read once, then what each chunk of chats got,
+        saved or labelled of them, in four statements: a statement a chat waits its turn
+        behind an evening's drain each time, 20,000 times for a For-you round at 100,000
+        chats. Chats are yielded in the order given."""
         day = [row[0] for row in await self._db.fetchall(
             "SELECT arxiv_id FROM papers WHERE first_seen_at >= ? AND from_feed = 1 "
             "ORDER BY first_seen_at DESC, arxiv_id", (since,))]
